@@ -1,0 +1,32 @@
+// Command kiln-steps is the multi-call binary behind every step of kiln's
+// Tekton Tasks: one subcommand per stage.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+// commands are listed in pipeline order; --help prints them that way.
+var commands = []step.Command{
+	{Name: step.StageRender, Summary: "render the pool's MachineConfigs as MCO does", New: step.Pending(step.StageRender, "#3")},
+	{Name: step.StageKmodBuild, Summary: "build the day-0 kernel-module image (ModuleDay0 build)", New: step.Pending(step.StageKmodBuild, "#7")},
+	{Name: step.StageKmodSign, Summary: "sign the kernel modules in the kmod image (ModuleDay0 sign)", New: step.Pending(step.StageKmodSign, "#7")},
+	{Name: step.StageImageBuild, Summary: "build the layered OS image on the base image", New: step.Pending(step.StageImageBuild, "#4")},
+	{Name: step.StageImageSign, Summary: "sign the image and attach SLSA provenance with cosign", New: step.Pending(step.StageImageSign, "#4")},
+	{Name: step.StageVerify, Summary: "verify the image against a containers policy.json", New: step.Pending(step.StageVerify, "#4")},
+	{Name: step.StageRollout, Summary: "roll the image out to the pool through MCO", New: step.Pending(step.StageRollout, "#6")},
+	{Name: step.StageBootImages, Summary: "update the MachineSets' boot images", New: step.Pending(step.StageBootImages, "#5")},
+	{Name: step.StageReport, Summary: "summarise the run: per-node table, events", New: step.Pending(step.StageReport, "#8")},
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := step.Main(ctx, "kiln-steps", commands, os.Args[1:], step.Streams{Out: os.Stdout, Err: os.Stderr})
+	stop()
+	os.Exit(code)
+}

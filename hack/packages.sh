@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kiln's tests use. Idempotent: a stamp under
+# ~/.cache/kiln records the package list it last installed, and a run whose
+# list is unchanged and whose packages are all present does nothing.
+set -euo pipefail
+
+PACKAGES=(
+  etcd-server        # envtest's etcd (3.4 works with kube-apiserver 1.34)
+  docker-registry    # real OCI registry (distribution 2.8)
+  buildah            # the buildah image path and kmod builds
+  skopeo             # image inspection in tests
+  runc               # buildah RUN steps (crun fails on this hybrid-cgroup VM)
+  kmod               # modinfo, depmod
+  linux-kbuild-6.1   # scripts/sign-file: reference for kernel-module signing
+  openssl            # test keys and certificates
+  apache2-utils      # htpasswd for the registry auth tests
+  busybox-static     # a static shell to put in from-scratch test images
+)
+
+cache="${KILN_CACHE:-$HOME/.cache/kiln}"
+stamp="$cache/stamps/packages"
+want="$(printf '%s\n' "${PACKAGES[@]}")"
+mkdir -p "$cache/stamps"
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "packages: up to date"
+  exit 0
+fi
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "packages: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # Packages such as etcd-server ship services; tests start their own
+  # processes, so keep the package scripts from starting any.
+  policy=/usr/sbin/policy-rc.d
+  created_policy=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+    $sudo chmod 755 "$policy"
+    created_policy=1
+  fi
+  trap '[ -n "$created_policy" ] && $sudo rm -f "$policy"' EXIT
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+printf '%s' "$want" >"$stamp"
+echo "packages: ok"

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# make tools: installs everything kiln's tests need, idempotently.
+#   - Debian packages (hack/packages.sh)
+#   - Kubernetes binaries built from k8s.io/kubernetes (hack/tools module)
+#   - controller-gen
+# Binaries live under ~/.cache/kiln/bin/<name>-<version>/; a second run finds
+# them and builds nothing.
+#
+# KILN_K8S_COMPONENTS selects which Kubernetes commands to build
+# (default: kube-apiserver; the real-Tekton e2e adds kubelet, kube-scheduler
+# and kube-controller-manager).
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/hack/versions.sh"
+cache="${KILN_CACHE:-$HOME/.cache/kiln}"
+components="${KILN_K8S_COMPONENTS:-kube-apiserver}"
+
+bash "$root/hack/packages.sh"
+
+k8sdir="$cache/bin/k8s-$K8S_VERSION"
+mkdir -p "$k8sdir"
+major="${K8S_VERSION#v}"; major="${major%%.*}"
+minor="${K8S_VERSION#v*.}"; minor="${minor%%.*}"
+ldflags="-s -w"
+for v in gitVersion=$K8S_VERSION gitMajor=$major gitMinor=$minor gitTreeState=clean; do
+  ldflags="$ldflags -X k8s.io/component-base/version.$v"
+done
+for c in $components; do
+  if [ -x "$k8sdir/$c" ]; then
+    echo "$c $K8S_VERSION: cached"
+    continue
+  fi
+  echo "$c $K8S_VERSION: building (a cold build takes several minutes)"
+  start=$SECONDS
+  (cd "$root/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" \
+    -o "$k8sdir/$c.tmp" "k8s.io/kubernetes/cmd/$c")
+  mv "$k8sdir/$c.tmp" "$k8sdir/$c"
+  echo "$c $K8S_VERSION: built in $((SECONDS - start))s"
+done
+# envtest looks for etcd next to kube-apiserver (KUBEBUILDER_ASSETS).
+ln -sf "$(command -v etcd)" "$k8sdir/etcd"
+
+cgdir="$cache/bin/controller-gen-$CONTROLLER_GEN_VERSION"
+if [ -x "$cgdir/controller-gen" ]; then
+  echo "controller-gen $CONTROLLER_GEN_VERSION: cached"
+else
+  echo "controller-gen $CONTROLLER_GEN_VERSION: building"
+  GOBIN="$cgdir" CGO_ENABLED=0 GOFLAGS= go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
+fi
+echo "tools: ok ($cache/bin)"

@@ -1,0 +1,5 @@
+# Tool versions: the single source for hack/tools.sh, the Makefile (which
+# includes this file) and test/env (which reads it).
+# Kubernetes: v1.34.11 and v1.34.12 fail the checksum database; keep v1.34.10.
+K8S_VERSION=v1.34.10
+CONTROLLER_GEN_VERSION=v0.19.0

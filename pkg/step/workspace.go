@@ -1,0 +1,57 @@
+package step
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Stage names, also the subcommands of kiln-steps and the folders of the work
+// workspace.
+const (
+	StageRender     = "render"
+	StageKmodBuild  = "kmod-build"
+	StageKmodSign   = "kmod-sign"
+	StageImageBuild = "image-build"
+	StageImageSign  = "image-sign"
+	StageVerify     = "verify"
+	StageRollout    = "rollout"
+	StageBootImages = "bootimages"
+	StageReport     = "report"
+)
+
+// Workspace is the fixed layout of the "work" workspace shared by every task
+// of a run (DESIGN §3). Large data moves through it; small facts through
+// results.
+type Workspace struct {
+	Root string
+}
+
+// RenderedPath is render's output: the rendered MachineConfig, a full object.
+func (w Workspace) RenderedPath() string { return filepath.Join(w.Root, "render", "rendered.json") }
+
+// InputsPath is render's record of every input: name, resourceVersion, spec hash.
+func (w Workspace) InputsPath() string { return filepath.Join(w.Root, "render", "inputs.json") }
+
+// StageDir is the report folder of one stage: kmod/, image/, rollout/, bootimages/.
+func (w Workspace) StageDir(stage string) string {
+	switch stage {
+	case StageKmodBuild, StageKmodSign:
+		stage = "kmod"
+	case StageImageBuild, StageImageSign, StageVerify:
+		stage = "image"
+	}
+	return filepath.Join(w.Root, stage)
+}
+
+// Ensure creates the folder of a stage and returns it.
+func (w Workspace) Ensure(stage string) (string, error) {
+	if w.Root == "" {
+		return "", fmt.Errorf("preparing workspace: --work is empty")
+	}
+	dir := w.StageDir(stage)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("preparing workspace folder %s: %w", dir, err)
+	}
+	return dir, nil
+}

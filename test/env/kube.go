@@ -1,0 +1,153 @@
+package env
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kiln-dev/kiln/pkg/apis"
+)
+
+// crdFiles are the CRDs a kiln test cluster has, relative to their module.
+// The -Default variants are what a cluster without a feature set serves.
+var crdFiles = map[string][]string{
+	"github.com/openshift/api": {
+		"machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigs.crd.yaml",
+		"machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigpools.crd.yaml",
+		"machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfignodes-Default.crd.yaml",
+		"machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineosconfigs.crd.yaml",
+		"machineconfiguration/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineosbuilds.crd.yaml",
+		"machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machinesets-Default.crd.yaml",
+		"machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machines-Default.crd.yaml",
+		"operator/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigurations-Default.crd.yaml",
+		"config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+		"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml",
+	},
+	"github.com/tektoncd/pipeline": {
+		"config/300-crds/300-task.yaml",
+		"config/300-crds/300-taskrun.yaml",
+		"config/300-crds/300-pipeline.yaml",
+		"config/300-crds/300-pipelinerun.yaml",
+		"config/300-crds/300-customrun.yaml",
+		"config/300-crds/300-stepaction.yaml",
+		"config/300-crds/300-resolutionrequest.yaml",
+		"config/300-crds/300-verificationpolicy.yaml",
+	},
+}
+
+// CRDPaths lists every CRD file the test cluster installs: OpenShift's and
+// Tekton's from the module cache, kiln's from config/crd.
+func CRDPaths() ([]string, error) {
+	var paths []string
+	for _, mod := range []string{"github.com/openshift/api", "github.com/tektoncd/pipeline"} {
+		dir, err := ModuleDir(mod)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range crdFiles[mod] {
+			paths = append(paths, filepath.Join(dir, f))
+		}
+	}
+	ours, err := filepath.Glob(filepath.Join(RepoRoot(), "config", "crd", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(ours) == 0 {
+		return nil, fmt.Errorf("no CRDs in config/crd: run `make generate`")
+	}
+	return append(paths, ours...), nil
+}
+
+// LoadCRDs reads CRD objects from files.
+func LoadCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading CRD: %w", err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		err = yaml.NewYAMLOrJSONDecoder(f, 4096).Decode(crd)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("decoding CRD %s: %w", p, err)
+		}
+		if crd.Kind != "CustomResourceDefinition" {
+			return nil, fmt.Errorf("decoding CRD %s: kind is %q", p, crd.Kind)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+// Kube is a real kube-apiserver and etcd with every CRD kiln needs.
+type Kube struct {
+	Config *rest.Config
+	Client client.Client
+	Scheme *runtime.Scheme
+	env    *envtest.Environment
+}
+
+// StartKube starts envtest on the binaries `make tools` built and installs
+// the CRDs. It is stopped, and its folders removed, when t ends.
+func StartKube(t testing.TB) *Kube {
+	t.Helper()
+	k, err := startKube()
+	if err != nil {
+		t.Fatalf("starting test cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := k.Stop(); err != nil {
+			t.Errorf("stopping test cluster: %v", err)
+		}
+	})
+	return k
+}
+
+func startKube() (*Kube, error) {
+	assets, err := KubeAssets()
+	if err != nil {
+		return nil, err
+	}
+	paths, err := CRDPaths()
+	if err != nil {
+		return nil, err
+	}
+	crds, err := LoadCRDs(paths)
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := apis.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	e := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDs:                  crds,
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+	}
+	cfg, err := e.Start()
+	if err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		_ = e.Stop()
+		return nil, err
+	}
+	return &Kube{Config: cfg, Client: c, Scheme: scheme, env: e}, nil
+}
+
+// Stop stops the apiserver and etcd (by PID, through envtest) and removes
+// their folders.
+func (k *Kube) Stop() error { return k.env.Stop() }

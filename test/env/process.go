@@ -1,0 +1,105 @@
+package env
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is a server a test started: stopped by PID, its folder removed.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+func startProcess(name string, cmd *exec.Cmd, logPath string) (*process, error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Own process group, so that a stop reaches any children too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); logf.Close() }()
+	return p, nil
+}
+
+// stop sends SIGTERM to the process group, then SIGKILL after a grace period.
+func (p *process) stop() error {
+	pid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("%s (pid %d) did not exit", p.name, pid)
+	}
+}
+
+// exited reports whether the process has ended, for error messages.
+func (p *process) exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// logTail returns the end of the process log, for error messages.
+func (p *process) logTail() string {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return ""
+	}
+	s := strings.TrimSpace(string(b))
+	if len(s) > 2000 {
+		s = "…" + s[len(s)-2000:]
+	}
+	return s
+}
+
+// freePort asks the kernel for a free TCP port on host.
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitFor polls ready until it returns nil, the process exits, or timeout.
+func waitFor(p *process, timeout time.Duration, ready func() error) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		if last = ready(); last == nil {
+			return nil
+		}
+		if p.exited() {
+			return fmt.Errorf("%s exited: %s", p.name, p.logTail())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.Join(fmt.Errorf("%s not ready after %s: %s", p.name, timeout, p.logTail()), last)
+}
