@@ -6,19 +6,38 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 )
 
-// RepoRoot is the root of the kiln checkout, found from this file's path so
-// that tests in any package can reach hack/ and config/.
+// RepoRoot is the root of the kiln checkout: the nearest folder above the
+// working directory (go test runs in the package folder) whose go.mod
+// declares kiln's module. It does not use runtime.Caller, whose paths
+// -trimpath rewrites.
 func RepoRoot() string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		panic("test/env: cannot find own source path")
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(fmt.Sprintf("test/env: %v", err))
 	}
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	for d := dir; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && modulePath(b) == kilnModule {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic(fmt.Sprintf("test/env: no go.mod of %s above %s", kilnModule, dir))
+		}
+	}
+}
+
+const kilnModule = "github.com/kiln-dev/kiln"
+
+func modulePath(gomod []byte) string {
+	for _, line := range strings.Split(string(gomod), "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
 }
 
 // CacheDir is where `make tools` puts binaries (KILN_CACHE, default ~/.cache/kiln).

@@ -22,7 +22,7 @@ type ModuleDay0Spec struct {
 }
 
 // OSMapping maps the pool's OS to the image holding the kernel modules.
-// +kubebuilder:validation:XValidation:rule="!has(self.sign) || has(self.build) || (has(self.sign.unsignedImage) && self.sign.unsignedImage != ”)",message="sign.unsignedImage is required when osMapping has no build section"
+// +kubebuilder:validation:XValidation:rule="!has(self.sign) || has(self.build) || (has(self.sign.unsignedImage) && size(self.sign.unsignedImage) > 0)",message="sign.unsignedImage is required when osMapping has no build section"
 // +kubebuilder:validation:XValidation:rule="!has(self.sign) || !has(self.sign.unsignedImage) || self.sign.unsignedImage != self.containerImage",message="sign.unsignedImage must differ from containerImage"
 type OSMapping struct {
 	// Literal is the OS name as nodes report it in
@@ -65,7 +65,7 @@ type Build struct {
 	// It may use the build arguments DTK_AUTO (driver-toolkit image of the
 	// payload) and OS_AUTO (the payload's OS image), and KERNEL_VERSION.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.name != ''",message="dockerfileConfigMap.name must not be empty"
+	// +kubebuilder:validation:XValidation:rule="size(self.name) > 0",message="dockerfileConfigMap.name must not be empty"
 	DockerfileConfigMap corev1.LocalObjectReference `json:"dockerfileConfigMap"`
 }
 
@@ -78,12 +78,12 @@ type Sign struct {
 
 	// CertSecret holds the public certificate under the key "cert".
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.name != ''",message="certSecret.name must not be empty"
+	// +kubebuilder:validation:XValidation:rule="size(self.name) > 0",message="certSecret.name must not be empty"
 	CertSecret corev1.LocalObjectReference `json:"certSecret"`
 
 	// KeySecret holds the private key under the key "key".
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.name != ''",message="keySecret.name must not be empty"
+	// +kubebuilder:validation:XValidation:rule="size(self.name) > 0",message="keySecret.name must not be empty"
 	KeySecret corev1.LocalObjectReference `json:"keySecret"`
 
 	// FilesToSign are absolute paths inside the image; globs and
