@@ -46,7 +46,7 @@ test: tools ## run all tests, integration tests included (real apiserver, regist
 bench: tools ## run benchmarks; each prints its ratio against the reference measured in the same run
 	go test $(GOFLAGS_BUILD) -run '^$$' -bench '$(BENCH)' -benchmem ./...
 
-run: build ## local mode on examples/ (for now: the help of both binaries and the stage list)
+run: tools build ## local mode on examples/ (for now: the help of both binaries and the stage list)
 	$(BIN)/kiln-steps --help
 	@echo
 	$(BIN)/trigger --help
