@@ -1,0 +1,106 @@
+// Package pipeline is the local executor: it runs pipelines/*.yaml on one
+// machine with Tekton's own substitution, DAG and validation code. This file
+// loads and validates Tasks and Pipelines exactly as Tekton's admission
+// webhook would (defaults, then validation), plus kiln's own contract.
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// LoadTask reads one Tekton v1 Task, strictly (an unknown field is an
+// error: the apiserver would keep it and Tekton would silently ignore it),
+// applies Tekton's defaults and runs Tekton's validation.
+func LoadTask(ctx context.Context, path string) (*tektonv1.Task, error) {
+	t := &tektonv1.Task{}
+	if err := readStrict(path, "Task", t); err != nil {
+		return nil, err
+	}
+	t.SetDefaults(ctx)
+	if err := t.Validate(ctx); err != nil {
+		return nil, fmt.Errorf("validating Task %s (%s): %w", t.Name, path, err)
+	}
+	return t, nil
+}
+
+// LoadPipeline reads one Tekton v1 Pipeline like LoadTask.
+func LoadPipeline(ctx context.Context, path string) (*tektonv1.Pipeline, error) {
+	p := &tektonv1.Pipeline{}
+	if err := readStrict(path, "Pipeline", p); err != nil {
+		return nil, err
+	}
+	p.SetDefaults(ctx)
+	if err := p.Validate(ctx); err != nil {
+		return nil, fmt.Errorf("validating Pipeline %s (%s): %w", p.Name, path, err)
+	}
+	return p, nil
+}
+
+func readStrict(path, kind string, into any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", kind, err)
+	}
+	if err := yaml.UnmarshalStrict(b, into); err != nil {
+		return fmt.Errorf("decoding %s %s: %w", kind, path, err)
+	}
+	var meta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	_ = yaml.Unmarshal(b, &meta)
+	if meta.APIVersion != "tekton.dev/v1" || meta.Kind != kind {
+		return fmt.Errorf("decoding %s %s: apiVersion/kind is %s/%s, want tekton.dev/v1/%s", kind, path, meta.APIVersion, meta.Kind, kind)
+	}
+	return nil
+}
+
+// StepBinary is the only command a kiln step runs.
+const StepBinary = "kiln-steps"
+
+// CheckKilnTask checks kiln's conventions for a Task in tasks/: every step
+// runs `kiln-steps <subcommand>` (no inline scripts), and the Task declares
+// the results DESIGN §3 promises for its stage.
+func CheckKilnTask(t *tektonv1.Task) error {
+	var problems []string
+	for i, s := range t.Spec.Steps {
+		if s.Script != "" {
+			problems = append(problems, fmt.Sprintf("steps[%d] (%s): inline script; run %s instead", i, s.Name, StepBinary))
+		}
+		if len(s.Command) != 1 || s.Command[0] != StepBinary || len(s.Args) == 0 {
+			problems = append(problems, fmt.Sprintf("steps[%d] (%s): command must be [%s] with the subcommand as first arg", i, s.Name, StepBinary))
+		}
+	}
+	declared := map[string]bool{}
+	for _, r := range t.Spec.Results {
+		declared[r.Name] = true
+	}
+	for _, want := range ContractResults[strings.TrimPrefix(t.Name, "kiln-")] {
+		if !declared[want] {
+			problems = append(problems, fmt.Sprintf("result %s of DESIGN §3 is not declared", want))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("Task %s: %s", t.Name, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// ContractResults are the results each stage's Task must declare (DESIGN
+// §3). Names follow Tekton Chains' type hints so Chains signs without setup.
+var ContractResults = map[string][]string{
+	"render":      {"RENDERED_NAME", "CONFIG_HASH", "BASE_IMAGE", "HAS_KMOD", "KMOD_BUILD", "KMOD_SIGN"},
+	"kmod-build":  {"KMOD_IMAGE_URL", "KMOD_IMAGE_DIGEST"},
+	"kmod-sign":   {"KMOD_IMAGE_URL", "KMOD_IMAGE_DIGEST"},
+	"image-build": {"IMAGE_URL", "IMAGE_DIGEST", "REUSED"},
+	"image-sign":  {"SIGNATURE_REF", "ATTESTATION_REF"},
+	"verify":      {"VERIFIED"},
+	"rollout":     {"ROLLOUT_STATE", "UPDATED_NODES"},
+	"bootimages":  {"MACHINESETS_PATCHED", "MACHINESETS_SKIPPED"},
+}

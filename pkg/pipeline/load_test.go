@@ -1,0 +1,87 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRepositoryTasksAndPipelines validates every YAML under tasks/ and
+// pipelines/ with Tekton's own defaulting and validation, and every Task
+// against kiln's step and result contract.
+func TestRepositoryTasksAndPipelines(t *testing.T) {
+	ctx := context.Background()
+	tasks, _ := filepath.Glob("../../tasks/*.yaml")
+	for _, p := range tasks {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			task, err := LoadTask(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := "kiln-" + strings.TrimSuffix(filepath.Base(p), ".yaml"); task.Name != want {
+				t.Errorf("Task name %q, want %q (file name)", task.Name, want)
+			}
+			if err := CheckKilnTask(task); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	pipelines, _ := filepath.Glob("../../pipelines/*.yaml")
+	for _, p := range pipelines {
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			if _, err := LoadPipeline(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestLoadTaskRejects(t *testing.T) {
+	cases := []struct {
+		name, yaml, wantErr string
+	}{
+		{"unknown field", `apiVersion: tekton.dev/v1
+kind: Task
+metadata: {name: kiln-x}
+spec:
+  steps:
+  - name: a
+    image: img
+    comand: [kiln-steps]
+`, `unknown field "comand"`},
+		{"wrong kind", `apiVersion: tekton.dev/v1
+kind: Pipeline
+metadata: {name: kiln-x}
+spec: {}
+`, "want tekton.dev/v1/Task"},
+		{"no steps", `apiVersion: tekton.dev/v1
+kind: Task
+metadata: {name: kiln-x}
+spec: {}
+`, "missing field(s): spec.steps"},
+		{"undeclared param", `apiVersion: tekton.dev/v1
+kind: Task
+metadata: {name: kiln-x}
+spec:
+  steps:
+  - name: a
+    image: img
+    command: [kiln-steps]
+    args: [render, --pool=$(params.pool)]
+`, `non-existent variable`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "task.yaml")
+			if err := os.WriteFile(p, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadTask(context.Background(), p)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("got %v, want error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
