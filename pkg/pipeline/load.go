@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	knativeapis "knative.dev/pkg/apis"
 	"sigs.k8s.io/yaml"
 )
 
@@ -18,28 +19,31 @@ import (
 // error: the apiserver would keep it and Tekton would silently ignore it),
 // applies Tekton's defaults and runs Tekton's validation.
 func LoadTask(ctx context.Context, path string) (*tektonv1.Task, error) {
-	t := &tektonv1.Task{}
-	if err := readStrict(path, "Task", t); err != nil {
-		return nil, err
-	}
-	t.SetDefaults(ctx)
-	if err := t.Validate(ctx); err != nil {
-		return nil, fmt.Errorf("validating Task %s (%s): %w", t.Name, path, err)
-	}
-	return t, nil
+	return load(ctx, path, "Task", &tektonv1.Task{})
 }
 
 // LoadPipeline reads one Tekton v1 Pipeline like LoadTask.
 func LoadPipeline(ctx context.Context, path string) (*tektonv1.Pipeline, error) {
-	p := &tektonv1.Pipeline{}
-	if err := readStrict(path, "Pipeline", p); err != nil {
-		return nil, err
+	return load(ctx, path, "Pipeline", &tektonv1.Pipeline{})
+}
+
+// tektonObject is what Tekton's admission webhook does to an object.
+type tektonObject interface {
+	GetName() string
+	SetDefaults(context.Context)
+	Validate(context.Context) *knativeapis.FieldError
+}
+
+func load[T tektonObject](ctx context.Context, path, kind string, obj T) (T, error) {
+	var none T
+	if err := readStrict(path, kind, obj); err != nil {
+		return none, err
 	}
-	p.SetDefaults(ctx)
-	if err := p.Validate(ctx); err != nil {
-		return nil, fmt.Errorf("validating Pipeline %s (%s): %w", p.Name, path, err)
+	obj.SetDefaults(ctx)
+	if err := obj.Validate(ctx); err != nil {
+		return none, fmt.Errorf("validating %s %s (%s): %w", kind, obj.GetName(), path, err)
 	}
-	return p, nil
+	return obj, nil
 }
 
 func readStrict(path, kind string, into any) error {
