@@ -15,6 +15,9 @@ PACKAGES=(
   openssl            # test keys and certificates
   apache2-utils      # htpasswd for the registry auth tests
   busybox-static     # a static shell to put in from-scratch test images
+  linux-headers-amd64 # compiles real out-of-tree kernel modules for kmod tests
+  gcc
+  make
 )
 
 cache="${KILN_CACHE:-$HOME/.cache/kiln}"

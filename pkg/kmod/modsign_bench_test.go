@@ -1,0 +1,55 @@
+package kmod_test
+
+import (
+	"crypto"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+// BenchmarkSignModule signs a real module with kiln's signer and reports
+// the ratio to the kernel's scripts/sign-file (process start included, as
+// a kmod-sign step would pay it per module) measured in the same run.
+func BenchmarkSignModule(b *testing.B) {
+	ko := env.BuildKernelModule(b, "kiln_bench", env.HelloModuleSource)
+	unsigned, err := os.ReadFile(ko)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kp := newKeyPairTB(b)
+	signFile, err := env.SignFile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	work := filepath.Join(b.TempDir(), "ref.ko")
+	const refRuns = 20
+	start := time.Now()
+	for range refRuns {
+		if err := os.WriteFile(work, unsigned, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if out, err := exec.Command(signFile, "sha256", kp.keyPEM, kp.certPEM, work).CombinedOutput(); err != nil {
+			b.Fatalf("sign-file: %v\n%s", err, out)
+		}
+	}
+	refPerOp := float64(time.Since(start).Nanoseconds()) / refRuns
+
+	s, err := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(unsigned)))
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.Sign(unsigned); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(refPerOp, "signfile-ns/op")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/refPerOp, "ratio-vs-signfile")
+}
