@@ -6,6 +6,7 @@ require (
 	github.com/coreos/ign-converter v0.0.0-20230417193809-cee89ea7d8ff
 	github.com/coreos/ignition/v2 v2.26.0
 	github.com/coreos/stream-metadata-go v0.4.9
+	github.com/digitorus/pkcs7 v0.0.0-20230818184609-3a137a874352
 	github.com/google/go-containerregistry v0.21.1
 	github.com/openshift/api v0.0.0-20251015095338-264e80a2b6e7
 	github.com/openshift/client-go v0.0.0-20251015124057-db0dee36e235
@@ -45,7 +46,6 @@ require (
 	github.com/coreos/vcontext v0.0.0-20230201181013-d72178a18687 // indirect
 	github.com/cyberphone/json-canonicalization v0.0.0-20241213102144-19d51d7fe467 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
-	github.com/digitorus/pkcs7 v0.0.0-20230818184609-3a137a874352 // indirect
 	github.com/digitorus/timestamp v0.0.0-20231217203849-220c5c2851b7 // indirect
 	github.com/docker/cli v29.2.1+incompatible // indirect
 	github.com/docker/distribution v2.8.3+incompatible // indirect
