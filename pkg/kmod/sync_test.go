@@ -112,7 +112,9 @@ func TestSync(t *testing.T) {
 		if err := c.Patch(ctx, md, client.MergeFrom(base)); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "ImageNotFound", func() bool { return conditionReason(ctx, c, key, kmmv1beta1.ConditionApplied) == kmod.ReasonImageAbsent })
+		eventually(t, "ImageNotFound", func() bool {
+			return conditionReason(ctx, c, key, kmmv1beta1.ConditionApplied) == kmod.ReasonImageAbsent
+		})
 		got := &mcfgv1.MachineConfig{}
 		if err := c.Get(ctx, client.ObjectKey{Name: mc.Name}, got); err != nil || got.Spec.OSImageURL != dayZero {
 			t.Fatalf("MachineConfig changed before the image existed: %q %v", got.Spec.OSImageURL, err)
