@@ -1,0 +1,152 @@
+package kmod
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+)
+
+// Facts are what the cluster and the registry say, gathered by the step
+// before deciding.
+type Facts struct {
+	// MCOSImageURL is the osImageURL of the pool's kmm-managed MachineConfig.
+	MCOSImageURL string
+	// ImageExists: osMapping.containerImage is in its registry.
+	ImageExists bool
+	// UnsignedExists: sign.unsignedImage is in its registry.
+	UnsignedExists bool
+}
+
+// Plan is what a run does for one ModuleDay0, and why.
+type Plan struct {
+	Build bool
+	Sign  bool
+	// BuildTarget is where the build pushes: containerImage, or the
+	// unsigned image when a sign step follows.
+	BuildTarget string
+	// SignSource is the image whose modules are signed.
+	SignSource string
+	Reason     string
+}
+
+// Decide applies seed 003's trigger rules.
+//
+// Build runs only when all hold: the image differs from the MC's
+// osImageURL, the image does not exist, and a build section is present.
+// Sign runs only when all hold: the image differs from the MC's
+// osImageURL, the unsigned image exists or a build section will make it,
+// and a sign section is present. When both run, the build's output is the
+// unsigned image; with no sign.unsignedImage that is containerImage's
+// reference with "-unsigned" appended to the tag (KMM's convention).
+func Decide(md *kmmv1beta1.ModuleDay0, f Facts) (Plan, error) {
+	om := md.Spec.OSMapping
+	switch {
+	case om.ContainerImage == f.MCOSImageURL:
+		return Plan{Reason: "containerImage is already the MachineConfig's osImageURL"}, nil
+	case f.ImageExists:
+		return Plan{Reason: "containerImage exists; nothing to build or sign"}, nil
+	case om.Build == nil && om.Sign == nil:
+		return Plan{}, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage %s does not exist and there is no build or sign section to make it", md.Namespace, md.Name, om.ContainerImage)
+	}
+	p := Plan{Build: om.Build != nil, Sign: om.Sign != nil, BuildTarget: om.ContainerImage}
+	if p.Sign {
+		p.SignSource = om.Sign.UnsignedImage
+		if p.SignSource == "" {
+			p.SignSource = unsignedRef(om.ContainerImage)
+		}
+		if p.Build {
+			p.BuildTarget = p.SignSource
+		} else if !f.UnsignedExists {
+			return Plan{}, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.sign.unsignedImage %s does not exist and there is no build section to make it", md.Namespace, md.Name, p.SignSource)
+		}
+	}
+	switch {
+	case p.Build && p.Sign:
+		p.Reason = "build " + p.BuildTarget + ", then sign it into " + om.ContainerImage
+	case p.Build:
+		p.Reason = "build " + p.BuildTarget
+	default:
+		p.Reason = "sign " + p.SignSource + " into " + om.ContainerImage
+	}
+	return p, nil
+}
+
+// unsignedRef appends "-unsigned" to the tag, or adds that tag.
+func unsignedRef(ref string) string {
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		return ref + "-unsigned"
+	}
+	return ref + ":unsigned"
+}
+
+// Build arguments kiln passes (seed 003, KMM's names).
+const (
+	ArgOSAuto            = "OS_AUTO"
+	ArgDTKAuto           = "DTK_AUTO"
+	ArgKernelVersion     = "KERNEL_VERSION"
+	ArgKernelFullVersion = "KERNEL_FULL_VERSION"
+	ArgModName           = "MOD_NAME"
+)
+
+// Payload are the payload's images the AUTO arguments resolve to.
+type Payload struct {
+	OSImage  string // rhel-coreos
+	DTKImage string // driver-toolkit
+}
+
+var argRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?`)
+
+// DockerfileArgs lists the variables a Dockerfile references ($X or ${X}),
+// in order of first use. Comment lines are ignored.
+func DockerfileArgs(dockerfile string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, line := range strings.Split(dockerfile, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		for _, m := range argRef.FindAllStringSubmatch(line, -1) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				out = append(out, m[1])
+			}
+		}
+	}
+	return out
+}
+
+// BuildArgs returns the build arguments for a ModuleDay0's Dockerfile.
+// DTK_AUTO is refused without OS_AUTO: the payload's driver toolkit
+// matches the payload's kernel, not the nodes' (seed 003).
+func BuildArgs(md *kmmv1beta1.ModuleDay0, dockerfile string, p Payload, kernelFullVersion string) (map[string]string, error) {
+	used := map[string]bool{}
+	for _, a := range DockerfileArgs(dockerfile) {
+		used[a] = true
+	}
+	if used[ArgDTKAuto] && !used[ArgOSAuto] {
+		return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s without %s; the payload's driver toolkit only matches the payload's OS (seed 003)", md.Namespace, md.Name, ArgDTKAuto, ArgOSAuto)
+	}
+	args := map[string]string{ArgModName: md.Name}
+	if used[ArgOSAuto] {
+		if p.OSImage == "" {
+			return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s but the payload names no rhel-coreos image", md.Namespace, md.Name, ArgOSAuto)
+		}
+		args[ArgOSAuto] = p.OSImage
+	}
+	if used[ArgDTKAuto] {
+		if p.DTKImage == "" {
+			return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s but the payload names no driver-toolkit image", md.Namespace, md.Name, ArgDTKAuto)
+		}
+		args[ArgDTKAuto] = p.DTKImage
+	}
+	if kernelFullVersion == "" {
+		return nil, fmt.Errorf("ModuleDay0 %s/%s: the kernel version of the OS image is unknown", md.Namespace, md.Name)
+	}
+	// KMM passes the full version under both names; KERNEL_VERSION is kept
+	// for Dockerfiles written against KMM's day-2 builds.
+	args[ArgKernelVersion] = kernelFullVersion
+	args[ArgKernelFullVersion] = kernelFullVersion
+	return args, nil
+}
