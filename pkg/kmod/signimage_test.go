@@ -1,0 +1,194 @@
+package kmod_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+const testKernel = "5.14.0-427.13.1.el9_4.x86_64"
+
+// unsignedImage is a random "OS" layer plus a layer with two real compiled
+// modules under /opt/lib/modules/<kver>/, as the seed's Dockerfile makes.
+func unsignedImage(t *testing.T, withLabel bool) v1.Image {
+	t.Helper()
+	ko := env.BuildKernelModule(t, "kmm_ci_a", env.HelloModuleSource)
+	mod, err := os.ReadFile(ko)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, err := random.Layer(4096, "application/vnd.oci.image.layer.v1.tar+gzip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := "opt/lib/modules/" + testKernel + "/"
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range []struct {
+		name string
+		mode int64
+		data []byte
+		dir  bool
+	}{
+		{name: "usr/lib/modules/" + testKernel + "/", dir: true, mode: 0o755},
+		{name: dir, dir: true, mode: 0o755},
+		{name: dir + "kmm_ci_a.ko", mode: 0o644, data: mod},
+		{name: dir + "kmm_ci_b.ko", mode: 0o600, data: mod},
+		{name: dir + "modules.dep", mode: 0o644, data: []byte("kmm_ci_a.ko:\n")},
+	} {
+		h := &tar.Header{Name: e.name, Mode: e.mode, Size: int64(len(e.data)), Typeflag: tar.TypeReg, Uid: 0, Gid: 0, ModTime: time.Unix(0, 0)}
+		if e.dir {
+			h.Typeflag = tar.TypeDir
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write(e.data)
+	}
+	_ = tw.Close()
+	b := buf.Bytes()
+	mods, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, base, mods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withLabel {
+		cf, _ := img.ConfigFile()
+		cf = cf.DeepCopy()
+		cf.Config.Labels = map[string]string{kmod.OSTreeLinuxLabel: testKernel}
+		if img, err = mutate.ConfigFile(img, cf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return img
+}
+
+func TestSignImage(t *testing.T) {
+	r := env.StartRegistry(t, env.RegistryOptions{})
+	kp := newKeyPair(t, "kiln kmod signer")
+	s, err := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, withLabel := range []bool{true, false} {
+		src := unsignedImage(t, withLabel)
+		srcRef, _ := name.ParseReference(r.Ref("kmods/rhcos:414-unsigned"), name.Insecure)
+		dstRef, _ := name.ParseReference(r.Ref("kmods/rhcos:414"), name.Insecure)
+		if err := remote.Write(srcRef, src); err != nil {
+			t.Fatal(err)
+		}
+		res, err := kmod.SignImage(t.Context(), kmod.SignImageInput{
+			Source: srcRef, Target: dstRef, Signer: s,
+			FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*.ko"},
+		})
+		if err != nil {
+			t.Fatalf("label %v: %v", withLabel, err)
+		}
+		if res.KernelFullVersion != testKernel || len(res.Signed) != 2 {
+			t.Fatalf("kernel %q signed %v", res.KernelFullVersion, res.Signed)
+		}
+		out, err := remote.Image(dstRef)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcLayers, _ := src.Layers()
+		outLayers, _ := out.Layers()
+		if len(outLayers) != len(srcLayers)+1 {
+			t.Fatalf("signed image has %d layers, want the %d unsigned ones plus one", len(outLayers), len(srcLayers))
+		}
+		for i := range srcLayers {
+			a, _ := srcLayers[i].Digest()
+			b, _ := outLayers[i].Digest()
+			if a != b {
+				t.Errorf("layer %d changed: %s → %s", i, a, b)
+			}
+		}
+		files := topLayer(t, outLayers[len(outLayers)-1])
+		if len(files) != 2 {
+			t.Fatalf("signed layer holds %v, want the two modules only", keys(files))
+		}
+		p := filepath.Join(t.TempDir(), "a.ko")
+		_ = os.WriteFile(p, files["opt/lib/modules/"+testKernel+"/kmm_ci_a.ko"].data, 0o644)
+		if got := modinfoSig(t, p); got["signer"] != "kiln kmod signer" || got["sig_hashalgo"] != "sha256" {
+			t.Errorf("modinfo of the signed module from the image: %v", got)
+		}
+		if m := files["opt/lib/modules/"+testKernel+"/kmm_ci_b.ko"].mode; m != 0o600 {
+			t.Errorf("mode of kmm_ci_b.ko: %o, want 600 kept", m)
+		}
+	}
+}
+
+func TestSignImageGlobMatchingNothingPushesNothing(t *testing.T) {
+	r := env.StartRegistry(t, env.RegistryOptions{})
+	kp := newKeyPair(t, "kiln kmod signer")
+	s, _ := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	srcRef, _ := name.ParseReference(r.Ref("kmods/rhcos:unsigned"), name.Insecure)
+	dstRef, _ := name.ParseReference(r.Ref("kmods/rhcos:signed"), name.Insecure)
+	if err := remote.Write(srcRef, unsignedImage(t, true)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: srcRef, Target: dstRef, Signer: s,
+		FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_a.ko", "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing-*.ko"}})
+	want := `expanding sign.filesToSign[1] "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing-*.ko": matches no file in the image (as "/opt/lib/modules/` + testKernel + `/missing-*.ko")`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v\nwant %s", err, want)
+	}
+	if _, err := remote.Head(dstRef); err == nil || !strings.Contains(err.Error(), "MANIFEST_UNKNOWN") && !strings.Contains(err.Error(), "404") {
+		t.Errorf("target was pushed despite the failure: %v", err)
+	}
+}
+
+type tarFile struct {
+	data []byte
+	mode int64
+}
+
+func topLayer(t *testing.T, l v1.Layer) map[string]tarFile {
+	rc, err := l.Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	out := map[string]tarFile{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		out[h.Name] = tarFile{data: b, mode: h.Mode}
+	}
+}
+
+func keys(m map[string]tarFile) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
