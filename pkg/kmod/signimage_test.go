@@ -191,4 +191,3 @@ func keys(m map[string]tarFile) []string {
 	}
 	return out
 }
-
