@@ -6,8 +6,8 @@ import (
 	"path"
 	"strings"
 
-	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/coreos/go-systemd/v22/unit"
+	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 )
 
 // unit writes a systemd unit, its dropins and its enablement.
