@@ -93,10 +93,11 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		}
 	}
 	p.Printf("building %s for pool %s on %s", mc.Name, o.Pool, o.Base)
-	res, err := Build(ctx, r, BuildInput{
+	in := BuildInput{
 		Base: o.Base, Repository: o.Repository, Pool: o.Pool, Rendered: mc,
 		KmodDigests: o.KmodDigests, Source: o.Source,
-	})
+	}
+	res, err := Build(ctx, r, in)
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	} else {
 		p.Printf("pushed %s (%d layer entries, tag %s)", res.Ref, len(res.Plan.Entries), res.Tag)
 	}
-	if err := writeReport(filepath.Join(dir, "build.json"), res); err != nil {
+	if err := writeReport(ReportPath(dir), in, res); err != nil {
 		return err
 	}
 	results := o.Results()
@@ -117,6 +118,22 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		}
 	}
 	return results.Write()
+}
+
+// ReportPath is build.json in the image stage folder.
+func ReportPath(dir string) string { return filepath.Join(dir, "build.json") }
+
+// ReadReport reads work/image/build.json.
+func ReadReport(path string) (*BuildReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading build report: %w", err)
+	}
+	rep := &BuildReport{}
+	if err := json.Unmarshal(b, rep); err != nil {
+		return nil, fmt.Errorf("decoding build report %s: %w", path, err)
+	}
+	return rep, nil
 }
 
 // ReadRendered reads render's output, a full MachineConfig object.
@@ -135,22 +152,27 @@ func ReadRendered(path string) (*mcfgv1.MachineConfig, error) {
 	return mc, nil
 }
 
-// buildReport is work/image/build.json: what went into the image.
-type buildReport struct {
+// BuildReport is work/image/build.json: what went into the image. image-sign
+// attests from it.
+type BuildReport struct {
 	Ref          string   `json:"ref"`
 	Digest       string   `json:"digest"`
 	Reused       bool     `json:"reused"`
 	Fingerprint  string   `json:"fingerprint"`
 	Tag          string   `json:"tag"`
 	Base         string   `json:"base"`
+	RenderedName string   `json:"renderedName"`
 	RenderedHash string   `json:"renderedHash"`
+	KmodDigests  []string `json:"kmodDigests,omitempty"`
+	Pool         string   `json:"pool"`
 	Platforms    []string `json:"platforms,omitempty"`
 	Entries      []string `json:"entries"`
 }
 
-func writeReport(path string, res *BuildResult) error {
-	rep := buildReport{Ref: res.Ref, Digest: res.Digest.String(), Reused: res.Reused, Fingerprint: res.Fingerprint,
-		Tag: res.Tag, Base: res.BaseRef, RenderedHash: RenderedHash(res.Plan), Platforms: res.Platforms}
+func writeReport(path string, in BuildInput, res *BuildResult) error {
+	rep := BuildReport{Ref: res.Ref, Digest: res.Digest.String(), Reused: res.Reused, Fingerprint: res.Fingerprint,
+		Tag: res.Tag, Base: res.BaseRef, RenderedName: in.Rendered.Name, RenderedHash: RenderedHash(res.Plan),
+		KmodDigests: in.KmodDigests, Pool: in.Pool, Platforms: res.Platforms}
 	for _, e := range res.Plan.Entries {
 		rep.Entries = append(rep.Entries, fmt.Sprintf("%c %04o %d:%d %s (%s)", e.Type, e.Mode, e.UID, e.GID, e.Path, e.Origin))
 	}
