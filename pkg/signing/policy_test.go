@@ -41,7 +41,7 @@ func TestVerifyPolicy(t *testing.T) {
 	otherKey := newKeys(t, "other")
 	tests := []struct {
 		name, image, key, want string
-		before               func()
+		before                 func()
 	}{
 		{name: "unsigned", image: unsigned, key: keys.pubPath, want: "no sigstore signature"},
 		{name: "wrong key", image: signed, key: otherKey.pubPath, want: "does not verify with this key"},
