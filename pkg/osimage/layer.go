@@ -54,6 +54,8 @@ type Plan struct {
 	// (extensions, kernelType, a unit of the base to enable, …). Empty means
 	// the fast path is complete.
 	NeedsBuildah []string
+	// EnableBaseUnits are units of the base to `systemctl enable` in a build.
+	EnableBaseUnits []string
 }
 
 // PlanLayer turns a rendered MachineConfig into the entries of one layer.
@@ -86,7 +88,7 @@ func PlanLayer(mc *mcfgv1.MachineConfig) (*Plan, error) {
 		return nil, err
 	}
 	p.add(Entry{Path: CurrentConfigPath, Type: tar.TypeReg, Mode: 0o644, Data: current, Origin: "currentconfig"})
-	plan := &Plan{Entries: p.sorted(), CurrentConfig: current, NeedsBuildah: p.buildah}
+	plan := &Plan{Entries: p.sorted(), CurrentConfig: current, NeedsBuildah: p.buildah, EnableBaseUnits: p.enableBase}
 	plan.NeedsBuildah = append(plan.NeedsBuildah, specNeedsBuildah(mc)...)
 	return plan, nil
 }
@@ -135,10 +137,11 @@ func normalisedConfig(mc *mcfgv1.MachineConfig) ([]byte, error) {
 }
 
 type planner struct {
-	mc      string
-	entries map[string]Entry
-	errs    []string
-	buildah []string
+	mc         string
+	entries    map[string]Entry
+	errs       []string
+	buildah    []string
+	enableBase []string
 }
 
 func (p *planner) errorf(format string, args ...any) {

@@ -3,6 +3,7 @@ package osimage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,6 +28,13 @@ type BuildOptions struct {
 	PayloadBase string
 	KmodDigests []string
 	Source      string
+	// ExtensionsImage is the payload's extensions image (buildah path).
+	ExtensionsImage string
+	// ContainerfilePath holds user Containerfile content; it selects the
+	// buildah path.
+	ContainerfilePath string
+	// BuildahBin is the buildah binary of the buildah path.
+	BuildahBin string
 }
 
 // AddFlags registers image-build's flags.
@@ -38,6 +46,9 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PayloadBase, "payload-base", "", "the release payload's OS image; when --base differs, --base must pass the preflight against it")
 	fs.StringSliceVar(&o.KmodDigests, "kmod-digest", nil, "digest of a kmod image baked into --base (repeatable)")
 	fs.StringVar(&o.Source, "source-url", DefaultSource, "org.opencontainers.image.source annotation")
+	fs.StringVar(&o.ExtensionsImage, "extensions-image", "", "the payload's extensions image (used for extensions and kernelType)")
+	fs.StringVar(&o.ContainerfilePath, "containerfile", "", "file with user Containerfile content to add (selects the buildah path)")
+	fs.StringVar(&o.BuildahBin, "buildah", "buildah", "buildah binary for the buildah path")
 }
 
 // Validate reports the first bad flag.
@@ -97,7 +108,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		Base: o.Base, Repository: o.Repository, Pool: o.Pool, Rendered: mc,
 		KmodDigests: o.KmodDigests, Source: o.Source,
 	}
-	res, err := Build(ctx, r, in)
+	res, err := o.build(ctx, r, in, p)
 	if err != nil {
 		return err
 	}
@@ -118,6 +129,29 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		}
 	}
 	return results.Write()
+}
+
+// build takes the fast path unless user content or the config needs a
+// container build.
+func (o *BuildOptions) build(ctx context.Context, r Remote, in BuildInput, p *step.Progress) (*BuildResult, error) {
+	var user []byte
+	if o.ContainerfilePath != "" {
+		var err error
+		if user, err = os.ReadFile(o.ContainerfilePath); err != nil {
+			return nil, fmt.Errorf("reading user Containerfile: %w", err)
+		}
+	}
+	if len(user) == 0 {
+		res, err := Build(ctx, r, in)
+		if !errors.Is(err, ErrNeedsBuildah) {
+			return res, err
+		}
+		p.Printf("%v", err)
+	}
+	p.Printf("buildah path: buildah bud --layers --timestamp 0")
+	return BuildWithBuildah(ctx, Buildah{Bin: o.BuildahBin}, r, BuildahInput{
+		BuildInput: in, ExtensionsImage: o.ExtensionsImage, Containerfile: string(user),
+	})
 }
 
 // ReportPath is build.json in the image stage folder.

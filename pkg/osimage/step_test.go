@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -18,9 +20,7 @@ func TestImageBuildStep(t *testing.T) {
 	pushBase(t, reg.Host, "base/os:1", 2)
 	work, results := t.TempDir(), t.TempDir()
 	mc := renderedMC(t, "rendered-worker-abc", sampleConfig(t, "hi"))
-	b, _ := json.Marshal(mc)
-	os.MkdirAll(filepath.Join(work, "render"), 0o755)
-	os.WriteFile(filepath.Join(work, "render", "rendered.json"), b, 0o644)
+	writeRendered(t, work, mc)
 
 	run := func() map[string]string {
 		o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
@@ -58,4 +58,25 @@ func TestImageBuildStep(t *testing.T) {
 	if err := o.Run(context.Background(), step.Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); err == nil || !strings.Contains(err.Error(), "rendered.json") {
 		t.Fatalf("missing rendered.json: %v", err)
 	}
+}
+
+func writeRendered(t *testing.T, work string, mc *mcfgv1.MachineConfig) {
+	t.Helper()
+	b, err := json.Marshal(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(work, "render"), 0o755)
+	if err := os.WriteFile(filepath.Join(work, "render", "rendered.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -52,6 +52,7 @@ func (p *planner) unit(u igntypes.Unit) {
 	}
 	if u.Contents == nil {
 		p.buildah = append(p.buildah, fmt.Sprintf("systemd.units %s: enabling a unit of the base image needs systemctl enable in a build", u.Name))
+		p.enableBase = append(p.enableBase, u.Name)
 		return
 	}
 	links, err := enableLinks(u.Name, *u.Contents)
