@@ -73,7 +73,7 @@ func pushBase(t *testing.T, host, repoTag string, layers int64) v1.Image {
 	return img
 }
 
-func testInput(t *testing.T, host, base, repo, motd string) BuildInput {
+func testInput(t testing.TB, host, base, repo, motd string) BuildInput {
 	return BuildInput{Base: host + "/" + base, Repository: host + "/" + repo, Pool: "worker",
 		Rendered: renderedMC(t, "rendered-worker-0123", sampleConfig(t, motd)), KmodDigests: []string{"sha256:" + strings.Repeat("a", 64)}}
 }
