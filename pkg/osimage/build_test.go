@@ -175,12 +175,26 @@ func TestBuildFastPath(t *testing.T) {
 
 func layerFiles(t *testing.T, l v1.Layer) map[string]string {
 	t.Helper()
+	files := map[string]string{}
+	for name, f := range layerEntries(t, l) {
+		files[name] = f.data
+	}
+	return files
+}
+
+type layerEntry struct {
+	hdr  *tar.Header
+	data string
+}
+
+func layerEntries(t *testing.T, l v1.Layer) map[string]layerEntry {
+	t.Helper()
 	rc, err := l.Uncompressed()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	files := map[string]string{}
+	files := map[string]layerEntry{}
 	tr := tar.NewReader(rc)
 	for {
 		h, err := tr.Next()
@@ -191,7 +205,7 @@ func layerFiles(t *testing.T, l v1.Layer) map[string]string {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(tr)
-		files[h.Name] = string(b)
+		files[strings.TrimPrefix(h.Name, "./")] = layerEntry{hdr: h, data: string(b)}
 	}
 }
 
@@ -321,6 +335,11 @@ func TestBuildAuthFailure(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "wrong-password") {
 		t.Fatal("error leaks the password")
+	}
+	// No credentials at all: still an auth failure, not "not found".
+	r.AuthFile = ""
+	if _, err := Build(ctx, r, testInput(t, reg.Host, "base/os:1", "kiln/os", "x")); !errors.Is(err, ErrAuth) || errors.Is(err, ErrNotFound) {
+		t.Fatalf("anonymous: error %v: want ErrAuth", err)
 	}
 	// Right credentials: the same missing base is now "not found".
 	r.AuthFile = writeAuth(t, dir, reg.Host, "kiln", "s3cret")

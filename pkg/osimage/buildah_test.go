@@ -71,9 +71,16 @@ func TestBuildWithBuildah(t *testing.T) {
 	layers, _ := img.Layers()
 	all := map[string]string{}
 	for _, l := range layers {
-		for k, v := range layerFiles(t, l) {
-			all[k] = v
+		for k, v := range layerEntries(t, l) {
+			all[k] = v.data
+			// ADD of our tar keeps the owners and modes of the config.
+			if k == "var/usrlocal/bin/tool" && (v.hdr.Uid != 1000 || v.hdr.Gid != 1001 || v.hdr.Mode&0o777 != 0o755) {
+				t.Errorf("%s: %d:%d %o, want 1000:1001 0755", k, v.hdr.Uid, v.hdr.Gid, v.hdr.Mode)
+			}
 		}
+	}
+	if _, ok := all["var/usrlocal/bin/tool"]; !ok {
+		t.Error("var/usrlocal/bin/tool missing from the buildah image")
 	}
 	if all["etc/motd"] != "from-buildah\n" || all["user-was-here"] != "user-content\n" {
 		t.Errorf("image lacks the config or the user content: motd=%q user=%q", all["etc/motd"], all["user-was-here"])

@@ -151,8 +151,31 @@ func (p *planner) errorf(format string, args ...any) {
 // add records an entry; a later entry for the same path replaces an earlier
 // one, as a later Ignition write would on disk.
 func (p *planner) add(e Entry) {
-	e.Path = path.Clean(e.Path)
+	e.Path = coreosPath(path.Clean(e.Path))
 	p.entries[e.Path] = e
+}
+
+// ostreeSymlinks are the top-level folders that are symlinks into /var on
+// CoreOS (ostree). A build writing /usr/local/bin/x follows the symlink and
+// lands in /var/usrlocal/bin/x; a tar entry "usr/local/..." would instead
+// replace the symlink with a folder in the image. So the planner writes what
+// the build would: the /var target.
+var ostreeSymlinks = map[string]string{
+	"/usr/local": "/var/usrlocal",
+	"/opt":       "/var/opt",
+	"/home":      "/var/home",
+	"/root":      "/var/roothome",
+	"/srv":       "/var/srv",
+	"/mnt":       "/var/mnt",
+}
+
+func coreosPath(p string) string {
+	for from, to := range ostreeSymlinks {
+		if p == from || strings.HasPrefix(p, from+"/") {
+			return to + strings.TrimPrefix(p, from)
+		}
+	}
+	return p
 }
 
 func (p *planner) owner(field string, n igntypes.Node) (uid, gid int, ok bool) {
@@ -224,7 +247,7 @@ func (p *planner) link(l igntypes.Link) {
 	target := *l.Target
 	if l.Hard != nil && *l.Hard {
 		typ = tar.TypeLink
-		target = strings.TrimPrefix(path.Clean(target), "/")
+		target = strings.TrimPrefix(coreosPath(path.Clean(target)), "/")
 	}
 	p.add(Entry{Path: l.Path, Type: typ, Mode: 0o777, UID: uid, GID: gid, Link: target, Origin: "storage.links"})
 }
