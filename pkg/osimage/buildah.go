@@ -68,6 +68,12 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r Remote, in BuildahInput
 	if err != nil {
 		return nil, Classify(err, "reading base image", in.Base)
 	}
+	if baseDesc.MediaType.IsIndex() {
+		// buildah would build the host's platform only and push a
+		// single-platform image for a multi-platform base: refuse instead.
+		return nil, fmt.Errorf("building %s with buildah: base %s is a multi-platform index; the buildah path builds one platform, use a per-platform base or the fast path (%s)",
+			in.Rendered.Name, in.Base, strings.Join(plan.NeedsBuildah, "; "))
+	}
 	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
 	labels := map[string]string{LabelRenderedConfig: in.Rendered.Name, LabelBaseImage: baseByDigest, LabelPool: in.Pool}
 	cfIn := ContainerfileInput{

@@ -144,6 +144,9 @@ func TestPlanLayerErrors(t *testing.T) {
 		{name: "template without instance", cfg: igntypes.Config{Systemd: igntypes.Systemd{Units: []igntypes.Unit{{
 			Name: "a@.service", Enabled: ptr(true), Contents: ptr("[Install]\nWantedBy=multi-user.target\n")}}}},
 			want: "systemd.units a@.service: template unit"},
+		{name: "alias escaping the unit folder", cfg: igntypes.Config{Systemd: igntypes.Systemd{Units: []igntypes.Unit{{
+			Name: "b.service", Enabled: ptr(true), Contents: ptr("[Install]\nAlias=../../passwd\n")}}}},
+			want: `systemd.units b.service: [Install] names "../../passwd"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -178,6 +181,25 @@ func FuzzPlanLayer(f *testing.F) {
 		}
 		if _, err := plan.Tar(); err != nil {
 			t.Fatalf("accepted config does not tar: %v", err)
+		}
+	})
+}
+
+// FuzzEnableLinks feeds arbitrary unit files to the [Install] parser: no
+// panic, and every link it returns lives under /etc/systemd/system.
+func FuzzEnableLinks(f *testing.F) {
+	f.Add("a.service", kubeletUnit)
+	f.Add("t@.service", "[Install]\nWantedBy=x.target\nDefaultInstance=1\n")
+	f.Add("b.service", "[Install]\nAlias=../../etc/passwd\n")
+	f.Fuzz(func(t *testing.T, name, contents string) {
+		links, err := enableLinks(name, contents)
+		if err != nil {
+			return
+		}
+		for _, l := range links {
+			if !strings.HasPrefix(l, systemdDir+"/") {
+				t.Fatalf("link %q escapes %s", l, systemdDir)
+			}
 		}
 	})
 }

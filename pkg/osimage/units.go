@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/coreos/go-systemd/v22/unit"
@@ -95,6 +96,13 @@ func enableLinks(name, contents string) ([]string, error) {
 	if strings.Contains(instance, "@.") && (len(wanted) > 0 || len(required) > 0) {
 		// systemctl enable refuses a template without an instance too.
 		return nil, fmt.Errorf("template unit has WantedBy/RequiredBy but no DefaultInstance")
+	}
+	for _, n := range slices.Concat(wanted, required, alias, []string{instance}) {
+		// systemd unit names are plain file names; a "/" would place a
+		// link outside /etc/systemd/system.
+		if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\x00") {
+			return nil, fmt.Errorf("[Install] names %q, which is not a unit name", n)
+		}
 	}
 	for _, t := range wanted {
 		links = append(links, path.Join(systemdDir, t+".wants", instance))
