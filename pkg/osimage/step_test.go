@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -79,4 +80,28 @@ func readFile(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestImageBuildStepPreflightFailsClosed: a custom base that is not built
+// from the payload base stops image-build before anything is pushed.
+func TestImageBuildStepPreflightFailsClosed(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	pushBase(t, reg.Host, "ocp/rhcos:1", 2)
+	pushBase(t, reg.Host, "custom/other:1", 2)
+	work, results := t.TempDir(), t.TempDir()
+	writeRendered(t, work, renderedMC(t, "rendered-worker-abc", sampleConfig(t, "hi")))
+	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
+		RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
+		Base:            reg.Host + "/custom/other:1", PayloadBase: reg.Host + "/ocp/rhcos:1",
+		Repository: reg.Host + "/kiln/os", Source: DefaultSource}
+	err := o.Run(context.Background(), step.Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	if err == nil || !strings.Contains(err.Error(), "preflight of custom base "+reg.Host+"/custom/other:1") {
+		t.Fatalf("error %v: want the preflight failure naming the custom base", err)
+	}
+	if _, err := remote.List(mustRef(t, reg.Host+"/kiln/os:x").Context()); err == nil {
+		t.Error("the target repository exists: something was pushed after a failed preflight")
+	}
+	if entries, _ := os.ReadDir(results); len(entries) > 0 {
+		t.Errorf("results written after a failed preflight: %v", entries)
+	}
 }

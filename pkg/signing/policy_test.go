@@ -8,6 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -82,5 +86,35 @@ func TestPolicyFragment(t *testing.T) {
 	r, _ := os.ReadFile(files.Registries)
 	if !strings.Contains(string(r), "quay.io/org/os:\n    use-sigstore-attachments: true") {
 		t.Errorf("registries.d fragment: %s", r)
+	}
+}
+
+// TestVerifyPolicyIndex signs a multi-platform index (heterogeneous pools)
+// and checks it passes, and a child manifest signed by nobody does not.
+func TestVerifyPolicyIndex(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	ctx := context.Background()
+	r := osimage.Remote{Insecure: []string{reg.Host}}
+	keys := newKeys(t, "pw")
+	idx, err := random.Index(512, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.ParseReference(reg.Host+"/kiln/multi:1", name.Insecure)
+	if err := remote.WriteIndex(ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := idx.Digest()
+	image := ref.Context().Digest(d.String()).String()
+	if _, err := Sign(ctx, r, SignInput{Image: image, Key: keys.priv, Password: keys.pass}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyPolicy(ctx, PolicyInput{Image: image, KeyPath: keys.pubPath, Insecure: true, OutDir: t.TempDir()}); err != nil {
+		t.Fatalf("signed index refused: %v", err)
+	}
+	im, _ := idx.IndexManifest()
+	child := ref.Context().Digest(im.Manifests[0].Digest.String()).String()
+	if _, err := VerifyPolicy(ctx, PolicyInput{Image: child, KeyPath: keys.pubPath, Insecure: true, OutDir: t.TempDir()}); !errors.Is(err, ErrPolicy) {
+		t.Fatalf("unsigned child manifest: %v", err)
 	}
 }
