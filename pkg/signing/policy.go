@@ -14,6 +14,8 @@ import (
 	"go.podman.io/image/v5/image"
 	"go.podman.io/image/v5/signature"
 	"go.podman.io/image/v5/types"
+
+	"github.com/kiln-dev/kiln/pkg/osimage"
 )
 
 // PolicyInput says which image to check against which key.
@@ -89,14 +91,29 @@ func VerifyPolicy(ctx context.Context, in PolicyInput) (*PolicyFiles, error) {
 	}
 	src, err := iref.NewImageSource(ctx, sys)
 	if err != nil {
-		return nil, fmt.Errorf("verifying %s: reading the image: %w", in.Image, err)
+		return files, readError(in.Image, err)
 	}
 	defer src.Close()
-	allowed, err := pc.IsRunningImageAllowed(ctx, image.UnparsedInstance(src, nil))
+	unparsed := image.UnparsedInstance(src, nil)
+	if _, _, err := unparsed.Manifest(ctx); err != nil {
+		return files, readError(in.Image, err)
+	}
+	allowed, err := pc.IsRunningImageAllowed(ctx, unparsed)
 	if err != nil || !allowed {
 		return files, fmt.Errorf("verifying %s against sigstoreSigned(key %s) for %s: %w: %s", in.Image, in.KeyPath, repo, ErrPolicy, explain(err))
 	}
 	return files, nil
+}
+
+// readError reports a failure to read the image, telling an authentication
+// failure apart: it is not a policy verdict, and never "not signed".
+func readError(img string, err error) error {
+	var unauth docker.ErrUnauthorizedForCredentials
+	msg := strings.ToLower(err.Error())
+	if errors.As(err, &unauth) || strings.Contains(msg, "authentication required") || strings.Contains(msg, "unauthorized") {
+		return fmt.Errorf("verifying %s: reading the image: %w (check the credentials in --registry-auth-file): %v", img, osimage.ErrAuth, err)
+	}
+	return fmt.Errorf("verifying %s: reading the image: %w", img, err)
 }
 
 // explain turns containers/image's policy errors into the reason an admin
