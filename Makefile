@@ -18,7 +18,7 @@ BENCH ?= .
 
 BIN := bin
 
-.PHONY: all build tools generate lint test bench run clean help
+.PHONY: all build tools generate lint test bench bench-image run clean help
 
 all: build
 
@@ -45,6 +45,14 @@ test: tools ## run all tests, integration tests included (real apiserver, regist
 
 bench: tools ## run benchmarks; each prints its ratio against the reference measured in the same run
 	go test $(GOFLAGS_BUILD) -run '^$$' -bench '$(BENCH)' -benchmem ./...
+
+# One run, config-only change on 100 MB and 1 GB random bases: kiln's fast
+# path against buildah bud of a COPY-only Containerfile. Heavy (the 1 GB base
+# is generated, pushed and pulled by buildah); not part of make test.
+BENCH_IMAGE_SIZES ?= 100,1024
+bench-image: tools ## benchmark the image build: fast path vs buildah on 100 MB and 1 GB bases
+	KILN_BENCH_IMAGE_SIZES='$(BENCH_IMAGE_SIZES)' go test $(GOFLAGS_BUILD) -timeout 60m -run '^$$' \
+	  -bench '^BenchmarkImageConfigChange$$' -benchtime 1x ./pkg/osimage/
 
 run: tools build ## local mode on examples/ (for now: the help of both binaries and the stage list)
 	$(BIN)/kiln-steps --help

@@ -8,6 +8,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -16,9 +18,9 @@ var commands = []step.Command{
 	{Name: step.StageRender, Summary: "render the pool's MachineConfigs as MCO does", New: step.Pending(step.StageRender, "#3")},
 	{Name: step.StageKmodBuild, Summary: "build the day-0 kernel-module image (ModuleDay0 build)", New: step.Pending(step.StageKmodBuild, "#7")},
 	{Name: step.StageKmodSign, Summary: "sign the kernel modules in the kmod image (ModuleDay0 sign)", New: step.Pending(step.StageKmodSign, "#7")},
-	{Name: step.StageImageBuild, Summary: "build the layered OS image on the base image", New: step.Pending(step.StageImageBuild, "#4")},
-	{Name: step.StageImageSign, Summary: "sign the image and attach SLSA provenance with cosign", New: step.Pending(step.StageImageSign, "#4")},
-	{Name: step.StageVerify, Summary: "verify the image against a containers policy.json", New: step.Pending(step.StageVerify, "#4")},
+	{Name: step.StageImageBuild, Summary: "build the layered OS image on the base image", New: func() step.Runner { return &osimage.BuildOptions{} }},
+	{Name: step.StageImageSign, Summary: "sign the image and attach SLSA provenance with cosign", New: func() step.Runner { return &signing.SignOptions{} }},
+	{Name: step.StageVerify, Summary: "verify the image against a containers policy.json", New: func() step.Runner { return &signing.VerifyOptions{} }},
 	{Name: step.StageRollout, Summary: "roll the image out to the pool through MCO", New: step.Pending(step.StageRollout, "#6")},
 	{Name: step.StageBootImages, Summary: "update the MachineSets' boot images", New: step.Pending(step.StageBootImages, "#5")},
 	{Name: step.StageReport, Summary: "summarise the run: per-node table, events", New: step.Pending(step.StageReport, "#8")},

@@ -1,6 +1,32 @@
-// Package osimage builds the layered OS image: layer planning from a
-// rendered config, the reproducible layer-append builder, the buildah
-// builder and the content-addressed skip.
+// Package osimage builds the layered OS image (DESIGN §5, seed 001).
 //
-// It lands with issue #4; DESIGN §2 and §5 define its contract.
+// The fast path (Build) turns the rendered MachineConfig into one
+// deterministic tar layer — Ignition files (data: URLs decoded, gunzipped,
+// modes and owners kept), directories, links, systemd units, dropins, the
+// symlinks `systemctl enable` makes, and /etc/machine-config-daemon/currentconfig
+// — and appends it to the base with go-containerregistry. Base blobs are
+// mounted across repositories, never downloaded (only the base's manifest
+// and config are read). Identical inputs give an identical digest; the
+// fingerprint (base digest, rendered-config hash, kmod digests, pool,
+// source, FormatVersion) names a tag kiln-<fingerprint>, and an existing tag
+// with that fingerprint is reused without a push. Images are pushed by
+// digest and tagged last, so a failure leaves no tag. A base that is an
+// index gives an index with every platform built.
+//
+// The buildah path (BuildWithBuildah) is used for user Containerfile
+// content, extensions, a kernelType swap and enabling units of the base: a
+// generated Containerfile (GenerateContainerfile) built with
+// `buildah bud --layers --timestamp 0`.
+//
+// Preflight checks a custom base against the payload's base: same leading
+// layers, same OS version label; a failure is an error.
+//
+// Differences from MCO, each for a reason given where it is implemented:
+//   - config goes in as a prebuilt layer, not by ignition-apply in a build;
+//   - enabled: false cannot remove enablement links the base ships;
+//   - user/group names other than root must be numeric ids (no base
+//     /etc/passwd is read);
+//   - files under /usr/local, /opt, /home, /root, /srv, /mnt are written to
+//     their /var targets, where a build following CoreOS's symlinks puts them;
+//   - the buildah path orders packages before config, for layer caching.
 package osimage

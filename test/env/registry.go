@@ -1,6 +1,7 @@
 package env
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,8 +16,10 @@ import (
 // Registry is a real OCI registry: Debian's docker-registry (distribution
 // 2.8) with filesystem storage in a temporary folder.
 type Registry struct {
-	// Host is host:port, plain HTTP.
+	// Host is host:port, plain HTTP unless RegistryOptions.TLS.
 	Host string
+	// CA is the certificate to trust when TLS is on; nil otherwise.
+	CA   *x509.CertPool
 	dir  string
 	proc *process
 }
@@ -25,6 +28,12 @@ type Registry struct {
 type RegistryOptions struct {
 	// Addr is the IP to bind; empty means 127.0.0.1. Pods need the host's IP.
 	Addr string
+	// TLS serves HTTPS with a fresh self-signed certificate for Addr;
+	// Registry.Transport trusts it. Off by default: plain HTTP.
+	TLS bool
+	// Users turns on htpasswd (bcrypt) basic auth with these
+	// user → password pairs. Empty by default: no auth.
+	Users map[string]string
 }
 
 // StartRegistry starts docker-registry on a free port. It is stopped and its
@@ -74,6 +83,12 @@ storage:
 http:
   addr: %s
 `, filepath.Join(dir, "data"), host)
+	extra, ca, err := secureConfig(dir, addr, o)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	cfg += extra
 	cfgPath := filepath.Join(dir, "config.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		os.RemoveAll(dir)
@@ -84,14 +99,20 @@ http:
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	r := &Registry{Host: host, dir: dir, proc: p}
+	r := &Registry{Host: host, CA: ca, dir: dir, proc: p}
+	scheme := "http"
+	if o.TLS {
+		scheme = "https"
+	}
+	client := &http.Client{Transport: r.Transport()}
 	err = waitFor(p, 20*time.Second, func() error {
-		resp, err := http.Get("http://" + host + "/v2/")
+		resp, err := client.Get(scheme + "://" + host + "/v2/")
 		if err != nil {
 			return err
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
+		// With auth on, an anonymous /v2/ answers 401: the registry is up.
+		if resp.StatusCode != http.StatusOK && !(len(o.Users) > 0 && resp.StatusCode == http.StatusUnauthorized) {
 			return fmt.Errorf("GET /v2/: %s", resp.Status)
 		}
 		return nil

@@ -1,0 +1,305 @@
+package osimage
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+)
+
+// FormatVersion is kiln's build-format version. It is part of every
+// fingerprint: bump it whenever the bytes the fast path produces for the same
+// inputs change, so old images are not reused for a new layout.
+const FormatVersion = "kiln-image/1"
+
+// Labels and annotations kiln puts on every image (DESIGN §5).
+const (
+	LabelFingerprint    = "kiln.dev/fingerprint"
+	LabelRenderedConfig = "kiln.dev/rendered-config"
+	LabelBaseImage      = "kiln.dev/base-image"
+	LabelPool           = "kiln.dev/pool"
+	AnnotationSource    = "org.opencontainers.image.source"
+	annotationBaseName  = "org.opencontainers.image.base.name"
+	annotationBaseDig   = "org.opencontainers.image.base.digest"
+	// TagPrefix starts the content-addressed tag: kiln-<fingerprint>.
+	TagPrefix = "kiln-"
+)
+
+// DefaultSource is the org.opencontainers.image.source of kiln's images.
+const DefaultSource = "https://github.com/kiln-dev/kiln"
+
+// ErrNeedsBuildah says the rendered config needs a container build.
+var ErrNeedsBuildah = errors.New("the rendered config needs the buildah path")
+
+// BuildInput is everything that determines the image.
+type BuildInput struct {
+	// Base is the image to layer on: the payload's OS image or a kmod image.
+	Base string
+	// Repository receives the result, e.g. quay.io/org/os.
+	Repository string
+	Pool       string
+	Rendered   *mcfgv1.MachineConfig
+	// KmodDigests are the digests of the kmod images baked into Base.
+	KmodDigests []string
+	// Source is the OCI source annotation; empty means DefaultSource.
+	Source string
+}
+
+// BuildResult says what was built or reused.
+type BuildResult struct {
+	// Ref is repository@sha256:…, what osImageURL gets.
+	Ref         string
+	Digest      v1.Hash
+	Reused      bool
+	Fingerprint string
+	Tag         string
+	BaseRef     string // base by digest
+	Platforms   []string
+	Plan        *Plan
+}
+
+// Fingerprint identifies a build: the same fingerprint means the same image
+// bit for bit. Pool and source are included because they are in the image
+// (label, annotation).
+func Fingerprint(baseDigest, renderedHash string, kmodDigests []string, pool, source string) string {
+	k := slices.Clone(kmodDigests)
+	slices.Sort(k)
+	h := sha256.New()
+	fmt.Fprintf(h, "format=%s\nbase=%s\nrendered=%s\nkmods=%s\npool=%s\nsource=%s\n",
+		FormatVersion, baseDigest, renderedHash, strings.Join(k, ","), pool, source)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// RenderedHash is the sha256 of the normalised rendered config.
+func RenderedHash(p *Plan) string {
+	s := sha256.Sum256(p.CurrentConfig)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// Build runs the fast path: plan the layer, skip when the fingerprint's tag
+// already exists, else append the layer to every platform of the base and
+// push by digest, tagging only once everything is in the registry.
+func Build(ctx context.Context, r Remote, in BuildInput) (*BuildResult, error) {
+	if in.Pool == "" || in.Repository == "" || in.Base == "" {
+		return nil, fmt.Errorf("building image: base, repository and pool are required")
+	}
+	if in.Source == "" {
+		in.Source = DefaultSource
+	}
+	plan, err := PlanLayer(in.Rendered)
+	if err != nil {
+		return nil, err
+	}
+	if len(plan.NeedsBuildah) > 0 {
+		return nil, fmt.Errorf("building image for %s: %w: %s", in.Rendered.Name, ErrNeedsBuildah, strings.Join(plan.NeedsBuildah, "; "))
+	}
+	opts, err := r.Options(ctx)
+	if err != nil {
+		return nil, err
+	}
+	baseRef, err := r.ParseRef(in.Base)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := r.ParseRepo(in.Repository)
+	if err != nil {
+		return nil, err
+	}
+	baseDesc, err := remote.Get(baseRef, opts...)
+	if err != nil {
+		return nil, Classify(err, "reading base image", in.Base)
+	}
+	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
+	fp := Fingerprint(baseDesc.Digest.String(), RenderedHash(plan), in.KmodDigests, in.Pool, in.Source)
+	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan}
+	tag := repo.Tag(res.Tag)
+
+	if d, ok, err := existing(tag, fp, opts); err != nil {
+		return nil, err
+	} else if ok {
+		res.Digest, res.Reused = d, true
+		res.Ref = repo.Digest(d.String()).String()
+		return res, nil
+	}
+
+	tarBytes, err := plan.Tar()
+	if err != nil {
+		return nil, err
+	}
+	meta := imageMeta{
+		labels: map[string]string{
+			LabelFingerprint: fp, LabelRenderedConfig: in.Rendered.Name,
+			LabelBaseImage: baseByDigest, LabelPool: in.Pool,
+		},
+		annotations: map[string]string{
+			AnnotationSource: in.Source, LabelFingerprint: fp,
+			annotationBaseName: baseRef.Context().String(), annotationBaseDig: baseDesc.Digest.String(),
+		},
+		history: fmt.Sprintf("kiln: %s for pool %s (%d entries, fingerprint %s)", in.Rendered.Name, in.Pool, len(plan.Entries), fp[:12]),
+		layer:   tarBytes,
+	}
+	var pushed remote.Taggable
+	if baseDesc.MediaType.IsIndex() {
+		idx, platforms, err := meta.index(baseDesc)
+		if err != nil {
+			return nil, fmt.Errorf("building image from base index %s: %w", in.Base, err)
+		}
+		res.Platforms = platforms
+		if res.Digest, err = idx.Digest(); err != nil {
+			return nil, err
+		}
+		if err := remote.WriteIndex(repo.Digest(res.Digest.String()), idx, opts...); err != nil {
+			return nil, Classify(err, "pushing image index", repo.String())
+		}
+		pushed = idx
+	} else {
+		base, err := baseDesc.Image()
+		if err != nil {
+			return nil, Classify(err, "reading base image", in.Base)
+		}
+		img, err := meta.image(base)
+		if err != nil {
+			return nil, fmt.Errorf("building image on %s: %w", in.Base, err)
+		}
+		if res.Digest, err = img.Digest(); err != nil {
+			return nil, err
+		}
+		if err := remote.Write(repo.Digest(res.Digest.String()), img, opts...); err != nil {
+			return nil, Classify(err, "pushing image", repo.String())
+		}
+		pushed = img
+	}
+	// The tag goes last: if anything above failed, no tag claims a build
+	// that is not complete, and the next run rebuilds.
+	if err := remote.Tag(tag, pushed, opts...); err != nil {
+		return nil, Classify(err, "tagging image", tag.String())
+	}
+	res.Ref = repo.Digest(res.Digest.String()).String()
+	return res, nil
+}
+
+// existing reports whether tag exists and carries fingerprint fp. A tag
+// with another fingerprint is an error: kiln never overwrites a tag it
+// did not write for these inputs.
+func existing(tag name.Tag, fp string, opts []remote.Option) (v1.Hash, bool, error) {
+	desc, err := remote.Get(tag, opts...)
+	if err != nil {
+		cerr := Classify(err, "looking for an existing build", tag.String())
+		if errors.Is(cerr, ErrNotFound) {
+			return v1.Hash{}, false, nil
+		}
+		return v1.Hash{}, false, cerr
+	}
+	var m struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
+		return v1.Hash{}, false, fmt.Errorf("reading existing build %s: %w", tag, err)
+	}
+	if got := m.Annotations[LabelFingerprint]; got != fp {
+		return v1.Hash{}, false, fmt.Errorf("existing build %s: annotation %s is %q, want %q; refusing to reuse or overwrite it", tag, LabelFingerprint, got, fp)
+	}
+	return desc.Digest, true, nil
+}
+
+// imageMeta is what the fast path adds to each platform's image.
+type imageMeta struct {
+	labels, annotations map[string]string
+	history             string
+	layer               []byte
+}
+
+// image appends the layer to base and sets labels, history and annotations.
+// Every timestamp is the base's, so the result depends only on the inputs.
+func (m imageMeta) image(base v1.Image) (v1.Image, error) {
+	mt, err := base.MediaType()
+	if err != nil {
+		return nil, fmt.Errorf("reading base manifest: %w", err)
+	}
+	layerType := types.DockerLayer
+	if mt == types.OCIManifestSchema1 {
+		layerType = types.OCILayer
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(m.layer)), nil
+	}, tarball.WithMediaType(layerType))
+	if err != nil {
+		return nil, fmt.Errorf("compressing layer: %w", err)
+	}
+	cf, err := base.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading base config: %w", err)
+	}
+	img, err := mutate.Append(base, mutate.Addendum{
+		Layer:   layer,
+		History: v1.History{Created: cf.Created, CreatedBy: m.history, Comment: "kiln fast path"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("appending layer: %w", err)
+	}
+	cf, err = img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg := cf.Config
+	cfg.Labels = maps.Clone(cfg.Labels)
+	if cfg.Labels == nil {
+		cfg.Labels = map[string]string{}
+	}
+	maps.Copy(cfg.Labels, m.labels)
+	if img, err = mutate.Config(img, cfg); err != nil {
+		return nil, fmt.Errorf("setting labels: %w", err)
+	}
+	return mutate.Annotations(img, m.annotations).(v1.Image), nil
+}
+
+// index builds every platform of a base index and returns the new index.
+func (m imageMeta) index(desc *remote.Descriptor) (v1.ImageIndex, []string, error) {
+	base, err := desc.ImageIndex()
+	if err != nil {
+		return nil, nil, err
+	}
+	im, err := base.IndexManifest()
+	if err != nil {
+		return nil, nil, err
+	}
+	out := mutate.IndexMediaType(empty.Index, im.MediaType)
+	var platforms []string
+	for _, d := range im.Manifests {
+		if !d.MediaType.IsImage() || (d.Platform != nil && d.Platform.OS == "unknown") {
+			continue // attestation manifests and the like carry no OS
+		}
+		child, err := base.Image(d.Digest)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading platform %v: %w", d.Platform, err)
+		}
+		built, err := m.image(child)
+		if err != nil {
+			return nil, nil, fmt.Errorf("platform %v: %w", d.Platform, err)
+		}
+		out = mutate.AppendManifests(out, mutate.IndexAddendum{Add: built, Descriptor: v1.Descriptor{Platform: d.Platform}})
+		if d.Platform != nil {
+			platforms = append(platforms, d.Platform.String())
+		}
+	}
+	if len(platforms) == 0 {
+		return nil, nil, fmt.Errorf("base index has no platform images")
+	}
+	return mutate.Annotations(out, m.annotations).(v1.ImageIndex), platforms, nil
+}

@@ -1,0 +1,196 @@
+package osimage
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Buildah runs the buildah CLI (the proxy refuses buildah's Go module).
+type Buildah struct {
+	// Bin is the buildah binary; empty means "buildah" on PATH.
+	Bin string
+	// Env is buildah's environment; nil means the process's.
+	Env []string
+}
+
+// BuildahInput adds what only the buildah path uses to a BuildInput.
+type BuildahInput struct {
+	BuildInput
+	ExtensionsImage string
+	// Containerfile is the user's content (MachineOSConfig containerFile).
+	Containerfile string
+}
+
+// BuildWithBuildah builds with `buildah bud --layers --timestamp 0` from a
+// generated Containerfile and pushes with `buildah push --digestfile`. The
+// fingerprint also covers the Containerfile, so the skip works as on the
+// fast path. The tag is written by the push's final manifest PUT, so a
+// failed build or push leaves no tag.
+//
+// Difference from the brief: Debian's buildah 1.28 has no `bud
+// --digestfile`; the digest comes from `push --digestfile`, which is also
+// the digest of what the registry holds (bud's would be of local storage).
+func BuildWithBuildah(ctx context.Context, bb Buildah, r Remote, in BuildahInput) (*BuildResult, error) {
+	if in.Pool == "" || in.Repository == "" || in.Base == "" {
+		return nil, fmt.Errorf("building image: base, repository and pool are required")
+	}
+	if in.Source == "" {
+		in.Source = DefaultSource
+	}
+	plan, err := PlanLayer(in.Rendered)
+	if err != nil {
+		return nil, err
+	}
+	opts, err := r.Options(ctx)
+	if err != nil {
+		return nil, err
+	}
+	baseRef, err := r.ParseRef(in.Base)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := r.ParseRepo(in.Repository)
+	if err != nil {
+		return nil, err
+	}
+	baseDesc, err := remote.Get(baseRef, opts...)
+	if err != nil {
+		return nil, Classify(err, "reading base image", in.Base)
+	}
+	if baseDesc.MediaType.IsIndex() {
+		// buildah would build the host's platform only and push a
+		// single-platform image for a multi-platform base: refuse instead.
+		return nil, fmt.Errorf("building %s with buildah: base %s is a multi-platform index; the buildah path builds one platform, use a per-platform base or the fast path (%s)",
+			in.Rendered.Name, in.Base, strings.Join(plan.NeedsBuildah, "; "))
+	}
+	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
+	labels := map[string]string{LabelRenderedConfig: in.Rendered.Name, LabelBaseImage: baseByDigest, LabelPool: in.Pool}
+	cfIn := ContainerfileInput{
+		Base: baseByDigest, ExtensionsImage: in.ExtensionsImage, Extensions: in.Rendered.Spec.Extensions,
+		KernelType: in.Rendered.Spec.KernelType, EnableUnits: plan.EnableBaseUnits, Labels: labels, User: in.Containerfile,
+	}
+	bc, err := GenerateContainerfile(cfIn)
+	if err != nil {
+		return nil, fmt.Errorf("building %s with buildah: %w", in.Rendered.Name, err)
+	}
+	fp := buildahFingerprint(Fingerprint(baseDesc.Digest.String(), RenderedHash(plan), in.KmodDigests, in.Pool, in.Source), bc)
+	// The fingerprint label is added after hashing the Containerfile.
+	labels[LabelFingerprint] = fp
+	if bc, err = GenerateContainerfile(cfIn); err != nil {
+		return nil, err
+	}
+	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan}
+	tag := repo.Tag(res.Tag)
+	if d, ok, err := existing(tag, fp, opts); err != nil {
+		return nil, err
+	} else if ok {
+		res.Digest, res.Reused = d, true
+		res.Ref = repo.Digest(d.String()).String()
+		return res, nil
+	}
+
+	dir, err := os.MkdirTemp("", "kiln-buildah-ctx-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tarBytes, err := plan.Tar()
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{"Containerfile": []byte(bc.Containerfile), ctxConfigTar: tarBytes}
+	for k, v := range bc.Files {
+		files[k] = []byte(v)
+	}
+	for k, v := range files {
+		p := filepath.Join(dir, k)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, v, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	local := "localhost/kiln-build:" + fp[:16]
+	args := []string{"bud", "--layers", "--timestamp", "0", "--format", "oci",
+		"--iidfile", filepath.Join(dir, "iid"), "-f", filepath.Join(dir, "Containerfile"), "-t", local,
+		"--annotation", AnnotationSource + "=" + in.Source, "--annotation", LabelFingerprint + "=" + fp}
+	args = append(args, bb.registryArgs(r, baseRef.Context().RegistryStr())...)
+	if out, err := bb.run(ctx, append(args, dir)...); err != nil {
+		return nil, fmt.Errorf("building %s on %s with buildah: %w\n%s", in.Rendered.Name, in.Base, err, tail(out, 15))
+	}
+	digestFile := filepath.Join(dir, "digest")
+	push := append([]string{"push", "--digestfile", digestFile}, bb.registryArgs(r, repo.RegistryStr())...)
+	push = append(push, local, "docker://"+tag.String())
+	if out, err := bb.run(ctx, push...); err != nil {
+		return nil, fmt.Errorf("pushing %s with buildah: %w\n%s", tag, err, tail(out, 15))
+	}
+	_, _ = bb.run(ctx, "rmi", local)
+	d, err := os.ReadFile(digestFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading buildah's digest file: %w", err)
+	}
+	if res.Digest, err = v1.NewHash(strings.TrimSpace(string(d))); err != nil {
+		return nil, fmt.Errorf("reading buildah's digest file: %w", err)
+	}
+	res.Ref = repo.Digest(res.Digest.String()).String()
+	return res, nil
+}
+
+func buildahFingerprint(fp string, bc *BuildContext) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\nbuildah\n%s", fp, bc.Containerfile)
+	keys := make([]string, 0, len(bc.Files))
+	for k := range bc.Files {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		fmt.Fprintf(h, "\n%s\n%s", k, bc.Files[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (bb Buildah) registryArgs(r Remote, host string) []string {
+	var args []string
+	if r.AuthFile != "" {
+		args = append(args, "--authfile", r.AuthFile)
+	}
+	if slices.Contains(r.Insecure, host) {
+		args = append(args, "--tls-verify=false")
+	}
+	return args
+}
+
+func (bb Buildah) run(ctx context.Context, args ...string) (string, error) {
+	bin := bb.Bin
+	if bin == "" {
+		bin = "buildah"
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = bb.Env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// tail returns the last n lines of s: buildah's error is at the end.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

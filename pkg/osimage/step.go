@@ -1,0 +1,221 @@
+package osimage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/spf13/pflag"
+
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+// BuildOptions are the flags of `kiln-steps image-build`.
+type BuildOptions struct {
+	step.Options
+	step.RegistryOptions
+	// Base is the image to layer on (kmod image if any, else BASE_IMAGE).
+	Base string
+	// Repository receives the image.
+	Repository string
+	// PayloadBase, when set and different from Base, makes Base a custom
+	// base that must pass Preflight against it.
+	PayloadBase string
+	KmodDigests []string
+	Source      string
+	// ExtensionsImage is the payload's extensions image (buildah path).
+	ExtensionsImage string
+	// ContainerfilePath holds user Containerfile content; it selects the
+	// buildah path.
+	ContainerfilePath string
+	// BuildahBin is the buildah binary of the buildah path.
+	BuildahBin string
+}
+
+// AddFlags registers image-build's flags.
+func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
+	o.Options.AddFlags(fs)
+	o.RegistryOptions.AddFlags(fs)
+	fs.StringVar(&o.Base, "base", "", "base image to layer on (by digest preferably)")
+	fs.StringVar(&o.Repository, "repository", "", "repository that receives the image, e.g. quay.io/org/os")
+	fs.StringVar(&o.PayloadBase, "payload-base", "", "the release payload's OS image; when --base differs, --base must pass the preflight against it")
+	fs.StringSliceVar(&o.KmodDigests, "kmod-digest", nil, "digest of a kmod image baked into --base (repeatable)")
+	fs.StringVar(&o.Source, "source-url", DefaultSource, "org.opencontainers.image.source annotation")
+	fs.StringVar(&o.ExtensionsImage, "extensions-image", "", "the payload's extensions image (used for extensions and kernelType)")
+	fs.StringVar(&o.ContainerfilePath, "containerfile", "", "file with user Containerfile content to add (selects the buildah path)")
+	fs.StringVar(&o.BuildahBin, "buildah", "buildah", "buildah binary for the buildah path")
+}
+
+// Validate reports the first bad flag.
+func (o *BuildOptions) Validate() error {
+	if err := o.Options.Validate(); err != nil {
+		return err
+	}
+	if o.Base == "" {
+		return &step.UsageError{Err: fmt.Errorf("--base is required")}
+	}
+	if o.Repository == "" {
+		return &step.UsageError{Err: fmt.Errorf("--repository is required")}
+	}
+	return nil
+}
+
+// RemoteFrom returns the registry settings of the flags.
+//
+// Tekton turns $(workspaces.X.path) of an unbound optional workspace into
+// "", so a Task's --registry-auth-file=$(workspaces.registry-auth.path)/config.json
+// becomes "/config.json": a file at the root that does not exist means "no
+// credentials workspace", and the default keychain is used.
+func RemoteFrom(o step.RegistryOptions) Remote {
+	auth := o.AuthFile
+	if filepath.Dir(auth) == "/" {
+		if _, err := os.Stat(auth); os.IsNotExist(err) {
+			auth = ""
+		}
+	}
+	return Remote{AuthFile: auth, Insecure: o.Insecure}
+}
+
+// Run builds (or reuses) the image and writes results and a report.
+func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	ws := o.Workspace()
+	mc, err := ReadRendered(ws.RenderedPath())
+	if err != nil {
+		return err
+	}
+	dir, err := ws.Ensure(step.StageImageBuild)
+	if err != nil {
+		return err
+	}
+	p := step.NewProgress(s.Out, step.StageImageBuild)
+	r := RemoteFrom(o.RegistryOptions)
+	if o.PayloadBase != "" && o.PayloadBase != o.Base {
+		p.Printf("preflight: %s against payload base %s", o.Base, o.PayloadBase)
+		if err := Preflight(ctx, r, o.PayloadBase, o.Base); err != nil {
+			return err
+		}
+	}
+	p.Printf("building %s for pool %s on %s", mc.Name, o.Pool, o.Base)
+	in := BuildInput{
+		Base: o.Base, Repository: o.Repository, Pool: o.Pool, Rendered: mc,
+		KmodDigests: o.KmodDigests, Source: o.Source,
+	}
+	res, err := o.build(ctx, r, in, p)
+	if err != nil {
+		return err
+	}
+	if res.Reused {
+		p.Printf("reused %s (tag %s): no build, no push", res.Ref, res.Tag)
+	} else {
+		p.Printf("pushed %s (%d layer entries, tag %s)", res.Ref, len(res.Plan.Entries), res.Tag)
+	}
+	if err := writeReport(ReportPath(dir), in, res); err != nil {
+		return err
+	}
+	results := o.Results()
+	for k, v := range map[string]string{
+		"IMAGE_URL": res.Ref, "IMAGE_DIGEST": res.Digest.String(), "REUSED": strconv.FormatBool(res.Reused),
+	} {
+		if err := results.Set(k, v); err != nil {
+			return err
+		}
+	}
+	return results.Write()
+}
+
+// build takes the fast path unless user content or the config needs a
+// container build.
+func (o *BuildOptions) build(ctx context.Context, r Remote, in BuildInput, p *step.Progress) (*BuildResult, error) {
+	var user []byte
+	if o.ContainerfilePath != "" {
+		var err error
+		if user, err = os.ReadFile(o.ContainerfilePath); err != nil {
+			return nil, fmt.Errorf("reading user Containerfile: %w", err)
+		}
+	}
+	if len(user) == 0 {
+		res, err := Build(ctx, r, in)
+		if !errors.Is(err, ErrNeedsBuildah) {
+			return res, err
+		}
+		p.Printf("%v", err)
+	}
+	p.Printf("buildah path: buildah bud --layers --timestamp 0")
+	return BuildWithBuildah(ctx, Buildah{Bin: o.BuildahBin}, r, BuildahInput{
+		BuildInput: in, ExtensionsImage: o.ExtensionsImage, Containerfile: string(user),
+	})
+}
+
+// ReportPath is build.json in the image stage folder.
+func ReportPath(dir string) string { return filepath.Join(dir, "build.json") }
+
+// ReadReport reads work/image/build.json.
+func ReadReport(path string) (*BuildReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading build report: %w", err)
+	}
+	rep := &BuildReport{}
+	if err := json.Unmarshal(b, rep); err != nil {
+		return nil, fmt.Errorf("decoding build report %s: %w", path, err)
+	}
+	return rep, nil
+}
+
+// ReadRendered reads render's output, a full MachineConfig object.
+func ReadRendered(path string) (*mcfgv1.MachineConfig, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading rendered config: %w", err)
+	}
+	mc := &mcfgv1.MachineConfig{}
+	if err := json.Unmarshal(b, mc); err != nil {
+		return nil, fmt.Errorf("decoding rendered config %s: %w", path, err)
+	}
+	if mc.Kind != "MachineConfig" || mc.Name == "" {
+		return nil, fmt.Errorf("decoding rendered config %s: kind %q name %q, want a named MachineConfig", path, mc.Kind, mc.Name)
+	}
+	return mc, nil
+}
+
+// BuildReport is work/image/build.json: what went into the image. image-sign
+// attests from it.
+type BuildReport struct {
+	Ref          string   `json:"ref"`
+	Digest       string   `json:"digest"`
+	Reused       bool     `json:"reused"`
+	Fingerprint  string   `json:"fingerprint"`
+	Tag          string   `json:"tag"`
+	Base         string   `json:"base"`
+	RenderedName string   `json:"renderedName"`
+	RenderedHash string   `json:"renderedHash"`
+	KmodDigests  []string `json:"kmodDigests,omitempty"`
+	Pool         string   `json:"pool"`
+	Platforms    []string `json:"platforms,omitempty"`
+	Entries      []string `json:"entries"`
+}
+
+func writeReport(path string, in BuildInput, res *BuildResult) error {
+	rep := BuildReport{Ref: res.Ref, Digest: res.Digest.String(), Reused: res.Reused, Fingerprint: res.Fingerprint,
+		Tag: res.Tag, Base: res.BaseRef, RenderedName: in.Rendered.Name, RenderedHash: RenderedHash(res.Plan),
+		KmodDigests: in.KmodDigests, Pool: in.Pool, Platforms: res.Platforms}
+	for _, e := range res.Plan.Entries {
+		rep.Entries = append(rep.Entries, fmt.Sprintf("%c %04o %d:%d %s (%s)", e.Type, e.Mode, e.UID, e.GID, e.Path, e.Origin))
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("writing build report: %w", err)
+	}
+	return nil
+}

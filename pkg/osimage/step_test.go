@@ -1,0 +1,107 @@
+package osimage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
+	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+func TestImageBuildStep(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	pushBase(t, reg.Host, "base/os:1", 2)
+	work, results := t.TempDir(), t.TempDir()
+	mc := renderedMC(t, "rendered-worker-abc", sampleConfig(t, "hi"))
+	writeRendered(t, work, mc)
+
+	run := func() map[string]string {
+		o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
+			RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
+			Base:            reg.Host + "/base/os:1", Repository: reg.Host + "/kiln/os", Source: DefaultSource}
+		var out bytes.Buffer
+		if err := o.Run(context.Background(), step.Streams{Out: &out, Err: &out}); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		got := map[string]string{}
+		for _, n := range []string{"IMAGE_URL", "IMAGE_DIGEST", "REUSED"} {
+			v, err := os.ReadFile(filepath.Join(results, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[n] = string(v)
+		}
+		return got
+	}
+	first := run()
+	if first["REUSED"] != "false" || first["IMAGE_URL"] != reg.Host+"/kiln/os@"+first["IMAGE_DIGEST"] {
+		t.Fatalf("results %v", first)
+	}
+	second := run()
+	if second["REUSED"] != "true" || second["IMAGE_DIGEST"] != first["IMAGE_DIGEST"] {
+		t.Fatalf("second run results %v", second)
+	}
+	rep, err := os.ReadFile(filepath.Join(work, "image", "build.json"))
+	if err != nil || !strings.Contains(string(rep), "/etc/motd") {
+		t.Fatalf("report: %v %s", err, rep)
+	}
+
+	os.Remove(filepath.Join(work, "render", "rendered.json"))
+	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"}, Base: "x", Repository: "y"}
+	if err := o.Run(context.Background(), step.Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); err == nil || !strings.Contains(err.Error(), "rendered.json") {
+		t.Fatalf("missing rendered.json: %v", err)
+	}
+}
+
+func writeRendered(t *testing.T, work string, mc *mcfgv1.MachineConfig) {
+	t.Helper()
+	b, err := json.Marshal(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll(filepath.Join(work, "render"), 0o755)
+	if err := os.WriteFile(filepath.Join(work, "render", "rendered.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestImageBuildStepPreflightFailsClosed: a custom base that is not built
+// from the payload base stops image-build before anything is pushed.
+func TestImageBuildStepPreflightFailsClosed(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	pushBase(t, reg.Host, "ocp/rhcos:1", 2)
+	pushBase(t, reg.Host, "custom/other:1", 2)
+	work, results := t.TempDir(), t.TempDir()
+	writeRendered(t, work, renderedMC(t, "rendered-worker-abc", sampleConfig(t, "hi")))
+	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
+		RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
+		Base:            reg.Host + "/custom/other:1", PayloadBase: reg.Host + "/ocp/rhcos:1",
+		Repository: reg.Host + "/kiln/os", Source: DefaultSource}
+	err := o.Run(context.Background(), step.Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+	if err == nil || !strings.Contains(err.Error(), "preflight of custom base "+reg.Host+"/custom/other:1") {
+		t.Fatalf("error %v: want the preflight failure naming the custom base", err)
+	}
+	if _, err := remote.List(mustRef(t, reg.Host+"/kiln/os:x").Context()); err == nil {
+		t.Error("the target repository exists: something was pushed after a failed preflight")
+	}
+	if entries, _ := os.ReadDir(results); len(entries) > 0 {
+		t.Errorf("results written after a failed preflight: %v", entries)
+	}
+}

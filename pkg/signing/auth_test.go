@@ -1,0 +1,72 @@
+package signing
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+// TestSignVerifyWithTLSAndAuth signs and verifies against a registry that
+// needs TLS and htpasswd credentials; wrong credentials are reported as an
+// authentication failure.
+func TestSignVerifyWithTLSAndAuth(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{TLS: true, Users: map[string]string{"kiln": "s3cret"}})
+	ctx := context.Background()
+	img, _ := random.Image(512, 1)
+	ref, _ := name.ParseReference(reg.Host + "/kiln/os:1")
+	if err := remote.Write(ref, img, remote.WithTransport(reg.Transport()),
+		remote.WithAuth(&authn.Basic{Username: "kiln", Password: "s3cret"})); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	image := ref.Context().Digest(d.String()).String()
+	dir := t.TempDir()
+	good := authFile(t, dir, "good.json", reg.Host, "kiln", "s3cret")
+	bad := authFile(t, dir, "bad.json", reg.Host, "kiln", "nope")
+	certDir := filepath.Join(dir, "certs")
+	os.MkdirAll(certDir, 0o755)
+	ca, _ := os.ReadFile(reg.CAFile())
+	os.WriteFile(filepath.Join(certDir, "ca.crt"), ca, 0o644)
+	keys := newKeys(t, "pw")
+
+	_, err := Sign(ctx, osimage.Remote{AuthFile: bad, Transport: reg.Transport(), Backoff: remote.Backoff{Steps: 1}},
+		SignInput{Image: image, Key: keys.priv, Password: keys.pass})
+	if !errors.Is(err, osimage.ErrAuth) {
+		t.Fatalf("sign with wrong credentials: %v, want an auth failure", err)
+	}
+	if _, err := Sign(ctx, osimage.Remote{AuthFile: good, Transport: reg.Transport()},
+		SignInput{Image: image, Key: keys.priv, Password: keys.pass}); err != nil {
+		t.Fatal(err)
+	}
+	in := PolicyInput{Image: image, KeyPath: keys.pubPath, AuthFile: good, CertDir: certDir, OutDir: t.TempDir()}
+	if _, err := VerifyPolicy(ctx, in); err != nil {
+		t.Fatalf("verify over TLS with credentials: %v", err)
+	}
+	in.AuthFile = bad
+	_, err = VerifyPolicy(ctx, in)
+	if !errors.Is(err, osimage.ErrAuth) || errors.Is(err, ErrPolicy) {
+		t.Fatalf("verify with wrong credentials: %v, want a registry auth error, not a policy refusal", err)
+	}
+}
+
+func authFile(t *testing.T, dir, file, host, user, pass string) string {
+	t.Helper()
+	p := filepath.Join(dir, file)
+	a := base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+	if err := os.WriteFile(p, []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, host, a)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,280 @@
+package signing
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	intoto "github.com/in-toto/in-toto-golang/in_toto"
+	"github.com/in-toto/in-toto-golang/in_toto/slsa_provenance/common"
+	slsa1 "github.com/in-toto/in-toto-golang/in_toto/slsa_provenance/v1"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci/static"
+	ctypes "github.com/sigstore/cosign/v2/pkg/types"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/dsse"
+	sigpayload "github.com/sigstore/sigstore/pkg/signature/payload"
+
+	"github.com/kiln-dev/kiln/pkg/osimage"
+)
+
+// BuildType is the SLSA buildType of kiln's provenance.
+const BuildType = "https://kiln.dev/build/node-image/v1"
+
+// BuilderID identifies kiln as the SLSA builder.
+const BuilderID = "https://github.com/kiln-dev/kiln/kiln-steps/image-build"
+
+// Provenance are the inputs the attestation records (DESIGN §5).
+type Provenance struct {
+	Pool         string
+	RenderedName string
+	RenderedHash string // sha256:…
+	BaseImage    string // repo@sha256:…
+	KmodDigests  []string
+	RunID        string // the PipelineRun or local run
+}
+
+// SignInput says what to sign with which key.
+type SignInput struct {
+	// Image is repository@sha256:…; a tag is refused, a signature must
+	// name exactly one manifest.
+	Image string
+	// Key is the PEM of a cosign private key (from a mounted Secret).
+	Key      []byte
+	Password []byte
+	// Keyless selects Fulcio/Rekor instead of Key; see KeylessOptions.
+	Keyless    *KeylessOptions
+	Provenance Provenance
+}
+
+// KeylessOptions configure keyless (Fulcio + Rekor) signing.
+type KeylessOptions struct {
+	FulcioURL, RekorURL string
+	// IDTokenPath is a file holding the OIDC token (a projected
+	// ServiceAccount token in a pod).
+	IDTokenPath string
+}
+
+// SignResult names what was pushed, each by digest.
+type SignResult struct {
+	SignatureRef   string
+	AttestationRef string
+}
+
+// ErrKeylessUnavailable is returned for keyless signing: the options are
+// accepted and validated, but this build signs with keys only.
+var ErrKeylessUnavailable = errors.New("keyless signing (Fulcio/Rekor) is configured but not available in this build; use a key")
+
+// Sign signs the image and attaches an in-toto SLSA v1 provenance
+// attestation, both in cosign's registry layout (sha256-<hex>.sig and
+// .att tags), so `cosign verify --key` and `cosign verify-attestation
+// --key` accept them. Nothing is uploaded to a transparency log.
+func Sign(ctx context.Context, r osimage.Remote, in SignInput) (*SignResult, error) {
+	if in.Keyless != nil {
+		if in.Keyless.FulcioURL == "" || in.Keyless.RekorURL == "" || in.Keyless.IDTokenPath == "" {
+			return nil, fmt.Errorf("signing %s: keyless needs a Fulcio URL, a Rekor URL and an ID token path", in.Image)
+		}
+		return nil, fmt.Errorf("signing %s: %w", in.Image, ErrKeylessUnavailable)
+	}
+	digest, err := parseDigest(r, in.Image)
+	if err != nil {
+		return nil, err
+	}
+	sv, err := cosign.LoadPrivateKey(in.Key, in.Password, nil)
+	if err != nil {
+		// The cause says "decrypt" or "unsupported"; it never holds key bytes.
+		return nil, fmt.Errorf("signing %s: loading the cosign key: %w", in.Image, err)
+	}
+	ropts, err := r.Options(ctx)
+	if err != nil {
+		return nil, err
+	}
+	oopts := []ociremote.Option{ociremote.WithRemoteOptions(ropts...)}
+	dd := cremote.NewDupeDetector(sv)
+
+	se, err := ociremote.SignedEntity(digest, oopts...)
+	if err != nil {
+		return nil, osimage.Classify(err, "reading image to sign", in.Image)
+	}
+	payload, err := (&sigpayload.Cosign{Image: digest}).MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("signing %s: %w", in.Image, err)
+	}
+	raw, err := sv.SignMessage(bytes.NewReader(payload))
+	if err != nil {
+		return nil, fmt.Errorf("signing %s: %w", in.Image, err)
+	}
+	sig, err := static.NewSignature(payload, base64.StdEncoding.EncodeToString(raw))
+	if err != nil {
+		return nil, err
+	}
+	if se, err = mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd)); err != nil {
+		return nil, fmt.Errorf("attaching signature to %s: %w", in.Image, err)
+	}
+
+	stmt, err := statement(digest, in.Provenance)
+	if err != nil {
+		return nil, err
+	}
+	envelope, err := dsse.WrapSigner(sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(stmt))
+	if err != nil {
+		return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
+	}
+	att, err := static.NewAttestation(envelope,
+		static.WithLayerMediaType(ctypes.DssePayloadType),
+		static.WithAnnotations(map[string]string{"predicateType": slsa1.PredicateSLSAProvenance}))
+	if err != nil {
+		return nil, err
+	}
+	// Like `cosign attest --replace`: a new run's provenance replaces the
+	// old one of the same predicate type instead of piling up.
+	replace := mutate.WithReplaceOp(cremote.NewReplaceOp(slsa1.PredicateSLSAProvenance))
+	if se, err = mutate.AttachAttestationToEntity(se, att, mutate.WithDupeDetector(dd), replace); err != nil {
+		return nil, fmt.Errorf("attaching attestation to %s: %w", in.Image, err)
+	}
+
+	repo := digest.Context()
+	if err := ociremote.WriteSignatures(repo, se, oopts...); err != nil {
+		return nil, osimage.Classify(err, "pushing signature of", in.Image)
+	}
+	if err := ociremote.WriteAttestations(repo, se, oopts...); err != nil {
+		return nil, osimage.Classify(err, "pushing attestation of", in.Image)
+	}
+	res := &SignResult{}
+	for _, x := range []struct {
+		suffix string
+		into   *string
+	}{{ociremote.SignatureTagSuffix, &res.SignatureRef}, {ociremote.AttestationTagSuffix, &res.AttestationRef}} {
+		tag := repo.Tag(strings.Replace(digest.DigestStr(), ":", "-", 1) + "." + x.suffix)
+		d, err := remote.Head(tag, ropts...)
+		if err != nil {
+			return nil, osimage.Classify(err, "reading back", tag.String())
+		}
+		*x.into = repo.Digest(d.Digest.String()).String()
+	}
+	return res, nil
+}
+
+func parseDigest(r osimage.Remote, image string) (name.Digest, error) {
+	ref, err := r.ParseRef(image)
+	if err != nil {
+		return name.Digest{}, err
+	}
+	d, ok := ref.(name.Digest)
+	if !ok {
+		return name.Digest{}, fmt.Errorf("signing %s: the image must be given by digest (repository@sha256:…), not by tag", image)
+	}
+	return d, nil
+}
+
+// statement is the in-toto statement with a SLSA v1 provenance predicate.
+func statement(digest name.Digest, p Provenance) ([]byte, error) {
+	alg, hex, _ := strings.Cut(digest.DigestStr(), ":")
+	deps := []slsa1.ResourceDescriptor{}
+	if p.BaseImage != "" {
+		deps = append(deps, descriptor("base-image", p.BaseImage))
+	}
+	kmods := slices.Clone(p.KmodDigests)
+	slices.Sort(kmods)
+	for _, k := range kmods {
+		deps = append(deps, descriptor("kmod-image", k))
+	}
+	if p.RenderedHash != "" {
+		d := descriptor("rendered-config", p.RenderedHash)
+		d.URI = "machineconfig:" + p.RenderedName
+		deps = append(deps, d)
+	}
+	s := intoto.ProvenanceStatementSLSA1{
+		StatementHeader: intoto.StatementHeader{
+			Type:          intoto.StatementInTotoV01,
+			PredicateType: slsa1.PredicateSLSAProvenance,
+			Subject:       []intoto.Subject{{Name: digest.Context().Name(), Digest: common.DigestSet{alg: hex}}},
+		},
+		Predicate: slsa1.ProvenancePredicate{
+			BuildDefinition: slsa1.ProvenanceBuildDefinition{
+				BuildType: BuildType,
+				ExternalParameters: map[string]any{
+					"pool": p.Pool, "renderedConfig": p.RenderedName,
+					"renderedConfigHash": p.RenderedHash, "baseImage": p.BaseImage, "kmodDigests": kmods,
+				},
+				ResolvedDependencies: deps,
+			},
+			RunDetails: slsa1.ProvenanceRunDetails{
+				Builder:       slsa1.Builder{ID: BuilderID},
+				BuildMetadata: slsa1.BuildMetadata{InvocationID: p.RunID},
+			},
+		},
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("encoding provenance: %w", err)
+	}
+	return b, nil
+}
+
+// descriptor names an input by digest; ref may be repo@sha256:… or sha256:….
+func descriptor(name, ref string) slsa1.ResourceDescriptor {
+	d := slsa1.ResourceDescriptor{Name: name}
+	dig := ref
+	if repo, dg, ok := strings.Cut(ref, "@"); ok {
+		d.URI, dig = "oci://"+repo, dg
+	}
+	if alg, hex, ok := strings.Cut(dig, ":"); ok {
+		d.Digest = common.DigestSet{alg: hex}
+	}
+	return d
+}
+
+// LoadVerifier reads a cosign public key (PEM).
+func LoadVerifier(path string) (signature.Verifier, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading public key: %w", err)
+	}
+	pub, err := cryptoutils.UnmarshalPEMToPublicKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading public key %s: %w", path, err)
+	}
+	return signature.LoadVerifier(pub, crypto.SHA256)
+}
+
+// CosignVerify runs cosign's own verification of the signature and the
+// attestation with a public key, offline (no transparency log): the checks
+// `cosign verify --key --insecure-ignore-tlog` and `cosign
+// verify-attestation` make.
+func CosignVerify(ctx context.Context, r osimage.Remote, image string, v signature.Verifier) error {
+	ref, err := r.ParseRef(image)
+	if err != nil {
+		return err
+	}
+	ropts, err := r.Options(ctx)
+	if err != nil {
+		return err
+	}
+	co := &cosign.CheckOpts{
+		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(ropts...)},
+		SigVerifier:        v, IgnoreTlog: true, IgnoreSCT: true,
+		ClaimVerifier: cosign.SimpleClaimVerifier,
+	}
+	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, co); err != nil {
+		return fmt.Errorf("verifying the cosign signature of %s: %w", image, err)
+	}
+	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
+	if _, _, err := cosign.VerifyImageAttestations(ctx, ref, co); err != nil {
+		return fmt.Errorf("verifying the attestation of %s: %w", image, err)
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package signing
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+type keyPair struct {
+	priv, pub, pass []byte
+	pubPath         string
+}
+
+func newKeys(t *testing.T, pass string) keyPair {
+	t.Helper()
+	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return []byte(pass), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "cosign.pub")
+	if err := os.WriteFile(p, kb.PublicBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return keyPair{priv: kb.PrivateBytes, pub: kb.PublicBytes, pass: []byte(pass), pubPath: p}
+}
+
+// pushImage pushes a random image to repoTag and returns it by digest.
+func pushImage(t *testing.T, host, repoTag string) string {
+	t.Helper()
+	img, _ := random.Image(1024, 1)
+	ref, _ := name.ParseReference(host+"/"+repoTag, name.Insecure)
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return ref.Context().Digest(d.String()).String()
+}
+
+func TestSignAndVerify(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	ctx := context.Background()
+	r := osimage.Remote{Insecure: []string{reg.Host}}
+	keys := newKeys(t, "pw")
+	image := pushImage(t, reg.Host, "kiln/os:v1")
+	prov := Provenance{Pool: "worker", RenderedName: "rendered-worker-1", RenderedHash: "sha256:" + strings.Repeat("b", 64),
+		BaseImage: reg.Host + "/base/os@sha256:" + strings.Repeat("c", 64), KmodDigests: []string{"sha256:" + strings.Repeat("d", 64)}, RunID: "kiln-worker-abc"}
+
+	res, err := Sign(ctx, r, SignInput{Image: image, Key: keys.priv, Password: keys.pass, Provenance: prov})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.SignatureRef, reg.Host+"/kiln/os@sha256:") || !strings.HasPrefix(res.AttestationRef, reg.Host+"/kiln/os@sha256:") {
+		t.Fatalf("refs %+v", res)
+	}
+	// Signing again adds no duplicate signature.
+	if _, err := Sign(ctx, r, SignInput{Image: image, Key: keys.priv, Password: keys.pass, Provenance: prov}); err != nil {
+		t.Fatal(err)
+	}
+
+	v, err := LoadVerifier(keys.pubPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CosignVerify(ctx, r, image, v); err != nil {
+		t.Fatalf("cosign's verification refused our signature: %v", err)
+	}
+	// The attestation carries the inputs.
+	ref, _ := r.ParseRef(image)
+	atts, _, err := cosign.VerifyImageAttestations(ctx, ref, &cosign.CheckOpts{SigVerifier: v, IgnoreTlog: true, IgnoreSCT: true,
+		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions()}})
+	if err != nil || len(atts) != 1 {
+		t.Fatalf("attestations: %d, %v", len(atts), err)
+	}
+	pl, _ := atts[0].Payload()
+	var env struct{ Payload string }
+	json.Unmarshal(pl, &env)
+	stmt, _ := base64.StdEncoding.DecodeString(env.Payload)
+	for _, want := range []string{"https://slsa.dev/provenance/v1", prov.RenderedHash[7:], "kiln-worker-abc", strings.Repeat("c", 64), strings.Repeat("d", 64)} {
+		if !strings.Contains(string(stmt), want) {
+			t.Errorf("statement lacks %q: %s", want, stmt)
+		}
+	}
+	sigs, _, err := cosign.VerifyImageSignatures(ctx, ref, &cosign.CheckOpts{SigVerifier: v, IgnoreTlog: true, IgnoreSCT: true, ClaimVerifier: cosign.SimpleClaimVerifier})
+	if err != nil || len(sigs) != 1 {
+		t.Errorf("signatures after signing twice: %d (%v), want 1", len(sigs), err)
+	}
+
+	wrong, _ := LoadVerifier(newKeys(t, "x").pubPath)
+	if err := CosignVerify(ctx, r, image, wrong); err == nil {
+		t.Error("cosign verification accepted a wrong key")
+	}
+}
+
+func TestSignRefusals(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	ctx := context.Background()
+	r := osimage.Remote{Insecure: []string{reg.Host}}
+	keys := newKeys(t, "pw")
+	image := pushImage(t, reg.Host, "kiln/os:v1")
+	tests := []struct {
+		name string
+		in   SignInput
+		want string
+	}{
+		{"tag", SignInput{Image: reg.Host + "/kiln/os:v1", Key: keys.priv, Password: keys.pass}, "by digest"},
+		{"bad password", SignInput{Image: image, Key: keys.priv, Password: []byte("nope")}, "loading the cosign key"},
+		{"keyless incomplete", SignInput{Image: image, Keyless: &KeylessOptions{}}, "keyless needs"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Sign(ctx, r, tc.in)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), string(keys.priv)) {
+				t.Fatal("error leaks the key")
+			}
+		})
+	}
+	_, err := Sign(ctx, r, SignInput{Image: image, Keyless: &KeylessOptions{FulcioURL: "a", RekorURL: "b", IDTokenPath: "c"}})
+	if !errors.Is(err, ErrKeylessUnavailable) {
+		t.Errorf("keyless: %v", err)
+	}
+}

@@ -1,0 +1,130 @@
+package signing
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+// TestBuildSignVerifySteps runs image-build, image-sign and verify as the
+// pipeline does, through the workspace and result files.
+func TestBuildSignVerifySteps(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	ctx := context.Background()
+	base, _ := random.Image(1024, 2)
+	baseRef, _ := name.ParseReference(reg.Host+"/base/os:1", name.Insecure)
+	if err := remote.Write(baseRef, base); err != nil {
+		t.Fatal(err)
+	}
+	work, results := t.TempDir(), t.TempDir()
+	src := "data:,hello"
+	raw, _ := json.Marshal(igntypes.Config{Ignition: igntypes.Ignition{Version: "3.5.0"},
+		Storage: igntypes.Storage{Files: []igntypes.File{{Node: igntypes.Node{Path: "/etc/motd"},
+			FileEmbedded1: igntypes.FileEmbedded1{Contents: igntypes.Resource{Source: &src}}}}}})
+	mc := &mcfgv1.MachineConfig{Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}}}
+	mc.Kind, mc.Name = "MachineConfig", "rendered-worker-s"
+	b, _ := json.Marshal(mc)
+	os.MkdirAll(filepath.Join(work, "render"), 0o755)
+	os.WriteFile(filepath.Join(work, "render", "rendered.json"), b, 0o644)
+
+	common := step.Options{Work: work, ResultsDir: results, Pool: "worker"}
+	reg1 := step.RegistryOptions{Insecure: []string{reg.Host}}
+	var out bytes.Buffer
+	streams := step.Streams{Out: &out, Err: &out}
+	build := &osimage.BuildOptions{Options: common, RegistryOptions: reg1, Base: baseRef.String(), Repository: reg.Host + "/kiln/os", Source: osimage.DefaultSource}
+	if err := build.Run(ctx, streams); err != nil {
+		t.Fatal(err)
+	}
+	image := readResult(t, results, "IMAGE_URL")
+
+	keys := newKeys(t, "kiln-secret-pass-7731")
+	keyDir := t.TempDir()
+	os.WriteFile(filepath.Join(keyDir, "cosign.key"), keys.priv, 0o600)
+	os.WriteFile(filepath.Join(keyDir, "cosign.password"), append(keys.pass, '\n'), 0o600)
+	sign := &SignOptions{Options: common, RegistryOptions: reg1, Image: image, RunID: "run-1",
+		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keyDir, "cosign.key"), PasswordEnv: "KILN_UNSET_PW"}, PasswordFile: filepath.Join(keyDir, "cosign.password")}
+	if err := sign.Run(ctx, streams); err != nil {
+		t.Fatal(err)
+	}
+	if r := readResult(t, results, "SIGNATURE_REF"); !strings.HasPrefix(r, reg.Host+"/kiln/os@sha256:") {
+		t.Errorf("SIGNATURE_REF %q", r)
+	}
+	scanForSecrets(t, out.String(), keys, work, results)
+
+	verify := &VerifyOptions{Options: common, RegistryOptions: reg1, Image: image, PublicKey: keys.pubPath, NodeKeyPath: DefaultNodeKeyPath}
+	if err := verify.Run(ctx, streams); err != nil {
+		t.Fatalf("verify: %v\n%s", err, out.String())
+	}
+	if v := readResult(t, results, "VERIFIED"); v != "true" {
+		t.Errorf("VERIFIED %q", v)
+	}
+	if _, err := os.Stat(filepath.Join(work, "image", "policy.json")); err != nil {
+		t.Error(err)
+	}
+	verify.PublicKey = newKeys(t, "x").pubPath
+	if err := verify.Run(ctx, streams); err == nil {
+		t.Fatal("verify with a wrong key passed")
+	}
+	if v := readResult(t, results, "VERIFIED"); v != "false" {
+		t.Errorf("VERIFIED after refusal %q", v)
+	}
+
+	// image-sign refuses to attest an image build.json does not describe.
+	other := &SignOptions{Options: common, RegistryOptions: reg1, Image: reg.Host + "/kiln/os@sha256:" + strings.Repeat("0", 64), SigningOptions: sign.SigningOptions}
+	if err := other.Run(ctx, streams); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Fatalf("sign of another image: %v", err)
+	}
+}
+
+func readResult(t *testing.T, dir, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// scanForSecrets fails when the key, its password or any line of the key
+// PEM shows up in the output, the workspace or the results.
+func scanForSecrets(t *testing.T, output string, keys keyPair, dirs ...string) {
+	t.Helper()
+	needles := []string{string(keys.pass), "PRIVATE KEY"}
+	for _, line := range strings.Split(string(keys.priv), "\n") {
+		if len(line) > 20 {
+			needles = append(needles, line)
+		}
+	}
+	haystacks := map[string]string{"step output": output}
+	for _, d := range dirs {
+		filepath.Walk(d, func(p string, info os.FileInfo, err error) error {
+			if err == nil && info.Mode().IsRegular() {
+				b, _ := os.ReadFile(p)
+				haystacks[p] = string(b)
+			}
+			return nil
+		})
+	}
+	for where, hay := range haystacks {
+		for _, n := range needles {
+			if strings.Contains(hay, n) {
+				t.Fatalf("%s contains key material (%.12q…)", where, n)
+			}
+		}
+	}
+}
