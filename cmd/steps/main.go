@@ -8,12 +8,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // commands are listed in pipeline order; --help prints them that way.
 var commands = []step.Command{
-	{Name: step.StageRender, Summary: "render the pool's MachineConfigs as MCO does", New: step.Pending(step.StageRender, "#3")},
+	{Name: step.StageRender, Summary: "render the pool's MachineConfigs as MCO does", New: render.NewStep},
 	{Name: step.StageKmodBuild, Summary: "build the day-0 kernel-module image (ModuleDay0 build)", New: step.Pending(step.StageKmodBuild, "#7")},
 	{Name: step.StageKmodSign, Summary: "sign the kernel modules in the kmod image (ModuleDay0 sign)", New: step.Pending(step.StageKmodSign, "#7")},
 	{Name: step.StageImageBuild, Summary: "build the layered OS image on the base image", New: step.Pending(step.StageImageBuild, "#4")},
