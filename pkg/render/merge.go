@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	ign35 "github.com/coreos/ignition/v2/config/v3_5"
 	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,19 +44,13 @@ func merge(in []parsed, d Defaults) (mcfgv1.MachineConfigSpec, ign35types.Config
 	if in[0].hasConfig {
 		out = in[0].cfg
 	}
+	var children []ign35types.Config
 	for _, p := range in[1:] {
-		if !p.hasConfig {
-			continue
+		if p.hasConfig {
+			children = append(children, p.cfg)
 		}
-		child := p.cfg
-		// Ignition merges compression and contents separately, so a later
-		// uncompressed file would keep an earlier gzip flag. An explicit ""
-		// overrides it; it becomes nil again after the merge (MCO's fix for
-		// coreos/butane#332).
-		compressionToEmpty(&child)
-		out = ign35.Merge(out, child)
-		compressionToNil(&out)
 	}
+	out = fold(out, children)
 	// MCO always overwrites files; spec 3 defaults to not overwriting, so
 	// nodes scaled in later would differ without this.
 	for i := range out.Storage.Files {
@@ -109,6 +102,8 @@ func merge(in []parsed, d Defaults) (mcfgv1.MachineConfigSpec, ign35types.Config
 	return spec, out, nil
 }
 
+// compressionToEmpty and compressionToNil are MCO's compression quirk
+// around each merge (see mergeStep).
 func compressionToEmpty(c *ign35types.Config) {
 	for i := range c.Storage.Files {
 		if c.Storage.Files[i].Contents.Compression == nil {
