@@ -174,6 +174,7 @@ func TestBadInputs(t *testing.T) {
 				t.Fatal("render succeeded; want an error")
 			}
 			got = strings.ReplaceAll(err.Error(), srv.URL, "{{URL}}") + "\n"
+			got = strings.ReplaceAll(got, strings.TrimPrefix(srv.URL, "http://"), "{{HOSTPORT}}")
 			got = strings.ReplaceAll(got, dir, "{{DIR}}")
 			if *update {
 				os.WriteFile(filepath.Join(src, "error.txt"), []byte(got), 0o644)

@@ -203,7 +203,7 @@ func (s snapshotter) reference(ctx context.Context, r ign35types.Resource, where
 	}
 	if r.Compression != nil && *r.Compression == "gzip" {
 		if body, err = gunzip(body); err != nil {
-			return ign35types.Config{}, fmt.Errorf("MachineConfig %q: %s: %s: %w", s.mc, where, *r.Source, err)
+			return ign35types.Config{}, fmt.Errorf("MachineConfig %q: %s: %s: %w", s.mc, where, redact(*r.Source), err)
 		}
 	}
 	child, rpt, err := ign35.ParseCompatibleVersion(body)
@@ -211,7 +211,7 @@ func (s snapshotter) reference(ctx context.Context, r ign35types.Resource, where
 		if err == nil {
 			err = errors.New("invalid config")
 		}
-		return ign35types.Config{}, fmt.Errorf("MachineConfig %q: %s: %s: parsing referenced config: %v%s", s.mc, where, *r.Source, err, reportSuffix(rpt.String()))
+		return ign35types.Config{}, fmt.Errorf("MachineConfig %q: %s: %s: parsing referenced config: %v%s", s.mc, where, redact(*r.Source), err, reportSuffix(rpt.String()))
 	}
 	return s.config(ctx, child, where+" → ", depth+1)
 }
@@ -255,7 +255,7 @@ func (s snapshotter) checkScheme(r *ign35types.Resource, where string) error {
 		return fmt.Errorf("MachineConfig %q: %s: source is not a URL: %v", s.mc, where, err)
 	}
 	if u.Scheme != "data" && u.Scheme != "" {
-		return fmt.Errorf("MachineConfig %q: %s: %s: scheme %q is not supported: only http, https and data sources can be snapshotted", s.mc, where, *r.Source, u.Scheme)
+		return fmt.Errorf("MachineConfig %q: %s: %s: scheme %q is not supported: only http, https and data sources can be snapshotted", s.mc, where, u.Redacted(), u.Scheme)
 	}
 	return nil
 }
@@ -275,7 +275,7 @@ func (s snapshotter) read(ctx context.Context, r ign35types.Resource, where stri
 		}
 		b, err := s.f.Fetch(ctx, src, h)
 		if err != nil {
-			return nil, fmt.Errorf("MachineConfig %q: %s: fetching %s: %w", s.mc, where, src, err)
+			return nil, fmt.Errorf("MachineConfig %q: %s: fetching %s: %w", s.mc, where, redact(src), err)
 		}
 		body = b
 	case strings.HasPrefix(src, "data:"):
@@ -294,13 +294,23 @@ func (s snapshotter) read(ctx context.Context, r ign35types.Resource, where stri
 		algo, want, _ := strings.Cut(*r.Verification.Hash, "-")
 		got := hashOf(algo, body)
 		if got == "" {
-			return nil, fmt.Errorf("MachineConfig %q: %s: %s: verification.hash: algorithm %q is not supported", s.mc, where, src, algo)
+			return nil, fmt.Errorf("MachineConfig %q: %s: %s: verification.hash: algorithm %q is not supported", s.mc, where, redact(src), algo)
 		}
 		if got != algo+"-"+want {
-			return nil, fmt.Errorf("MachineConfig %q: %s: %s: verification.hash mismatch: want %s, got %s", s.mc, where, src, *r.Verification.Hash, got)
+			return nil, fmt.Errorf("MachineConfig %q: %s: %s: verification.hash mismatch: want %s, got %s", s.mc, where, redact(src), *r.Verification.Hash, got)
 		}
 	}
 	return body, nil
+}
+
+// redact hides a password in a URL's user info: errors and logs name the
+// source but never its credentials.
+func redact(src string) string {
+	u, err := url.Parse(src)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
 }
 
 func isRemote(src string) bool {

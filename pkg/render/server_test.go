@@ -94,6 +94,7 @@ func newRemote(t testing.TB) *remote {
 // expand replaces {{URL}} and {{SHA512:name}} in case files.
 func (r *remote) expand(b []byte) []byte {
 	b = bytes.ReplaceAll(b, []byte("{{URL}}"), []byte(r.URL))
+	b = bytes.ReplaceAll(b, []byte("{{HOSTPORT}}"), []byte(strings.TrimPrefix(r.URL, "http://")))
 	for name, content := range r.files {
 		sum := sha512.Sum512(content)
 		b = bytes.ReplaceAll(b, []byte("{{SHA512:"+name+"}}"), []byte("sha512-"+hex.EncodeToString(sum[:])))

@@ -219,6 +219,7 @@ BAD["remote-404"] = bad_base() + [mc("10-remote", config=ign(storage={"files": [
 BAD["remote-slow"] = bad_base() + [mc("10-remote", config=ign(storage={"files": [f3("/etc/slow", None, contents={"source": "{{URL}}/slow"})]}))]
 BAD["remote-500"] = bad_base() + [mc("10-remote", config=ign(storage={"files": [f3("/etc/broken", None, contents={"source": "{{URL}}/error"})]}))]
 BAD["remote-too-large"] = bad_base() + [mc("10-remote", config=ign(storage={"files": [f3("/etc/toolarge", None, contents={"source": "{{URL}}/files/toolarge.bin"})]}))]
+BAD["remote-credentials-redacted"] = bad_base() + [mc("10-remote", config=ign(storage={"files": [f3("/etc/private", None, contents={"source": "http://deploy:s3cr3t@{{HOSTPORT}}/missing"})]}))]
 BAD["unsupported-scheme-s3"] = bad_base() + [mc("10-remote", config=ign(storage={"files": [f3("/etc/s3", None, contents={"source": "s3://bucket/key"})]}))]
 BAD["unsupported-scheme-config-tftp"] = bad_base() + [mc("10-remote", config=ign(ignition={"version": "3.5.0", "config": {"merge": [{"source": "tftp://10.0.0.1/x.ign"}]}}))]
 BAD["remote-config-404"] = bad_base() + [mc("10-remote", config=ign(ignition={"version": "3.5.0", "config": {"merge": [{"source": "{{URL}}/missing.ign"}]}}))]
@@ -275,8 +276,7 @@ write("golden", GOLDEN)
 write("bad", BAD)
 # JSON manifests: a v1 List in one .json file, and a bare object in another.
 d = os.path.join(ROOT, "golden", "json-manifests")
-shutil.rmtree(d, ignore_errors=True)
-os.makedirs(d)
+os.makedirs(d, exist_ok=True)
 objs = base_worker() + [mc("10-json", config=ign(storage={"files": [f3("/etc/from-json", "json\n")]}), kernelArguments=["json=1"])]
 with open(os.path.join(d, "list.json"), "w") as f:
     json.dump({"apiVersion": "v1", "kind": "List", "items": objs[:-1]}, f, indent=2)
