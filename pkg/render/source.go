@@ -110,6 +110,9 @@ func (o *Objects) decode(dec runtime.Decoder, raw []byte) error {
 	if runtime.IsNotRegisteredError(err) {
 		return nil // a kind render does not read
 	}
+	if runtime.IsMissingKind(err) || runtime.IsMissingVersion(err) {
+		return errors.New("apiVersion and kind are required")
+	}
 	if err != nil {
 		return err
 	}

@@ -272,8 +272,18 @@ def write(kind, cases):
         with open(os.path.join(d, "POOL"), "w") as f:
             f.write(poolname + "\n")
 
+BAD["invalid-json-manifest"] = bad_base()
+BAD["manifest-without-kind"] = bad_base()
+RAW = {  # extra files written verbatim
+    ("bad", "invalid-json-manifest", "broken.json"): '{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "metadata": {"name": "10-broken"},\n',
+    ("bad", "manifest-without-kind", "nokind.yaml"): "apiVersion: machineconfiguration.openshift.io/v1\nmetadata:\n  name: 10-nokind\n",
+}
+
 write("golden", GOLDEN)
 write("bad", BAD)
+for (kind, case, fn), text in RAW.items():
+    with open(os.path.join(ROOT, kind, case, fn), "w") as f:
+        f.write(text)
 # JSON manifests: a v1 List in one .json file, and a bare object in another.
 d = os.path.join(ROOT, "golden", "json-manifests")
 os.makedirs(d, exist_ok=True)
