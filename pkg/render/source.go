@@ -78,7 +78,12 @@ func (o *Objects) loadFile(dec runtime.Decoder, path string) error {
 		return err
 	}
 	defer f.Close()
-	r := utilyaml.NewYAMLReader(bufio.NewReader(f))
+	return o.loadReader(dec, path, f)
+}
+
+// loadReader decodes every document of one manifest stream.
+func (o *Objects) loadReader(dec runtime.Decoder, path string, in io.Reader) error {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(in))
 	for doc := 1; ; doc++ {
 		raw, err := r.Read()
 		if errors.Is(err, io.EOF) {
