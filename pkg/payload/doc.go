@@ -1,6 +1,8 @@
-// Package payload reads facts from the release payload: base OS image,
-// extensions image, driver-toolkit image, release version and the coreos-
-// bootimages stream.
+// Package payload reads facts from the release payload: the base OS image,
+// the extensions image and the release version, from MCO's
+// machine-config-osimageurl ConfigMap and the ClusterVersion, and resolves
+// image tags to digests through the registry (go-containerregistry).
 //
-// It lands with issue #3; DESIGN §2 and §4 define its contract.
+// Render records references as given and never calls Resolve; the image
+// stages do. DESIGN §2 and §4 define the contract.
 package payload

@@ -1,7 +1,42 @@
 // Package render renders a pool's MachineConfigs exactly as the Machine
-// Config Operator does: selection, ordering, Ignition merge, spec-2
-// conversion, remote-source snapshots, validation and the MCO-identical
-// rendered name.
+// Config Operator does (DESIGN §4): selection by machineConfigSelector,
+// worker-role MCs first then the rest (each by name), Ignition 3.5
+// parse-and-convert (spec 2 through MCO's duplicate removal and
+// ign-converter), Ignition's merge with MCO's compression and overwrite
+// quirks, kernelArguments/fips/kernelType/extensions, the osImageURL and
+// extensions-image overrides, and the rendered-<pool>-<md5> name over MCO's
+// salt and the YAML of the merged spec. The merged config is encoded with
+// github.com/clarketm/json, as MCO does, so the names match.
 //
-// It lands with issue #3; DESIGN §2 and §4 define its contract.
+// Where kiln differs from MCO, on purpose:
+//   - An empty or absent machineConfigSelector is an error (MCO emits a
+//     SelectingAll event and renders nothing).
+//   - MCs labelled kiln.dev/managed=true are left out (kiln's own osImageURL
+//     MC; otherwise a rollout would trigger a render of itself).
+//   - Extensions are checked against the allowlist for every MC; MCO skips
+//     the check for an MC without an Ignition config.
+//   - Remote sources (seed 002): http(s) file contents, file appends and TLS
+//     CAs are fetched, checked against verification.hash and embedded as
+//     data: URLs (gzip when smaller, compression set, hash recomputed over
+//     the embedded bytes, httpHeaders dropped); remote merge/replace config
+//     references are fetched and merged in place as Ignition's engine would.
+//     data: config references stay, as in MCO. Other schemes (s3, gs, tftp,
+//     arn) fail. MCO leaves remote sources to Ignition at first boot.
+//   - The reconcilability check against the pool's current rendered config
+//     (spec.configuration.name, else status) names the input MC that sets
+//     the offending section; MCO re-runs the check per input and matches the
+//     message. It checks the merged config as merged; MCO re-parses it, which
+//     fails on an append-only file (MCO sets overwrite=true on it). MCO's
+//     irreconcilableValidationOverrides are not read.
+//   - Where Ignition's merge is associative (no path that is a file in one
+//     config and a directory or link in another, no kernel argument both in
+//     shouldExist and shouldNotExist, no httpHeaders), configs are merged as
+//     a balanced tree: the same result as MCO's left fold, without its
+//     quadratic cost. Otherwise the left fold runs.
+//   - The rendered config carries kiln.dev/pool and kiln.dev/inputs; it has
+//     no generated-by-controller-version annotation (kiln is not the MCO
+//     controller). The owner reference to the pool is set only when the pool
+//     has a UID (it has none in a directory of manifests).
+//   - Render never contacts a container registry: osImageURL is recorded as
+//     given, tag or digest (MCO warns about tags); pkg/payload resolves tags.
 package render

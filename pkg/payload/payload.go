@@ -1,0 +1,53 @@
+package payload
+
+import (
+	"fmt"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Where MCO keeps the payload's OS images.
+const (
+	Namespace     = "openshift-machine-config-operator"
+	OSImageURLMap = "machine-config-osimageurl"
+	// ClusterVersionName is the one ClusterVersion of a cluster.
+	ClusterVersionName = "version"
+)
+
+// Facts are what render needs from the release payload. References are
+// recorded as given (tags stay tags); Resolve turns one into a digest.
+type Facts struct {
+	// BaseOSImage is the default osImageURL: baseOSContainerImage, or the
+	// legacy osImageURL key when that is empty.
+	BaseOSImage string
+	// ExtensionsImage is baseOSExtensionsContainerImage.
+	ExtensionsImage string
+	// ReleaseVersion is the ConfigMap's releaseVersion, else the
+	// ClusterVersion's status.desired.version.
+	ReleaseVersion string
+}
+
+// FromObjects reads the facts from the machine-config-osimageurl ConfigMap
+// and, for the release version, the ClusterVersion (either may be nil).
+// The ConfigMap is required: without it render would invent a default.
+func FromObjects(cm *corev1.ConfigMap, cv *configv1.ClusterVersion) (Facts, error) {
+	if cm == nil {
+		return Facts{}, fmt.Errorf("reading payload: ConfigMap %s/%s not found", Namespace, OSImageURLMap)
+	}
+	f := Facts{
+		BaseOSImage:     cm.Data["baseOSContainerImage"],
+		ExtensionsImage: cm.Data["baseOSExtensionsContainerImage"],
+		ReleaseVersion:  cm.Data["releaseVersion"],
+	}
+	if f.BaseOSImage == "" {
+		f.BaseOSImage = cm.Data["osImageURL"]
+	}
+	if f.BaseOSImage == "" {
+		return Facts{}, fmt.Errorf("reading payload: ConfigMap %s/%s: data.baseOSContainerImage is empty (and so is data.osImageURL)", Namespace, OSImageURLMap)
+	}
+	if f.ReleaseVersion == "" && cv != nil {
+		f.ReleaseVersion = cv.Status.Desired.Version
+	}
+	return f, nil
+}

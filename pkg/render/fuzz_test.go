@@ -1,0 +1,100 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	"github.com/kiln-dev/kiln/pkg/apis"
+)
+
+// FuzzRender feeds two arbitrary Ignition configs (as two MCs of a pool)
+// through parsing, validation and the merge. It must never panic, an
+// accepted pair must render to the same name twice (the merge may not
+// mutate its inputs), and nothing may reach the network: remote sources
+// go to a Fetcher pointed at a closed port.
+func FuzzRender(f *testing.F) {
+	for _, dir := range []string{"testdata/golden", "testdata/bad"} {
+		cases, _ := os.ReadDir(dir)
+		for _, c := range cases {
+			objs, err := LoadDir(filepath.Join(dir, c.Name()))
+			if err != nil || len(objs.Configs) < 2 {
+				continue
+			}
+			f.Add([]byte(objs.Configs[0].Spec.Config.Raw), []byte(objs.Configs[len(objs.Configs)-1].Spec.Config.Raw))
+		}
+	}
+	f.Add([]byte(`{"ignition":{"version":"2.2.0"},"passwd":{"users":[{"name":"core"},{"name":"core","sshAuthorizedKeys":["k"]}]}}`), []byte(`{"ignition":{"version":"3.0.0"}}`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"},
+			Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RoleLabel: "worker"}}}}
+		mk := func(name string, raw []byte) *mcfgv1.MachineConfig {
+			return &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{RoleLabel: "worker"}},
+				Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}}}
+		}
+		req := Request{Pool: pool, Configs: []*mcfgv1.MachineConfig{mk("00-a", a), mk("01-b", b)},
+			Fetcher: &Fetcher{Attempts: 1, Timeout: 50e6, Client: closedClient}}
+		// The balanced merge must equal MCO's left fold whenever fold uses it.
+		if ca, err := parseConfig(a); err == nil {
+			if cb, err := parseConfig(b); err == nil && validateConfig(ca) == nil && validateConfig(cb) == nil {
+				set := []ign35types.Config{ca, cb, ca, cb, cb}
+				if associative(set) && !sameJSON(t, foldLinear(set[0], set[1:]), mergeStep(set[0], foldTree(set[1:]))) {
+					t.Fatal("tree merge differs from the left fold")
+				}
+			}
+		}
+		first, err := Render(context.Background(), req)
+		if err != nil {
+			return
+		}
+		second, err := Render(context.Background(), req)
+		if err != nil {
+			t.Fatalf("second render failed after the first succeeded: %v", err)
+		}
+		if first.Config.Name != second.Config.Name {
+			t.Fatalf("rendering twice gave %s and %s", first.Config.Name, second.Config.Name)
+		}
+	})
+}
+
+// FuzzLoadManifests feeds arbitrary bytes to the manifest reader (YAML
+// streams, JSON, Lists): it must not panic, and reading the same bytes
+// twice must give the same objects.
+func FuzzLoadManifests(f *testing.F) {
+	for _, dir := range []string{"testdata/golden", "testdata/bad"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*", "*.*"))
+		for _, p := range files {
+			if b, err := os.ReadFile(p); err == nil && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".json")) {
+				f.Add(b)
+			}
+		}
+	}
+	scheme, err := apis.NewScheme()
+	if err != nil {
+		f.Fatal(err)
+	}
+	dec := serializer.NewCodecFactory(scheme).UniversalDeserializer()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o := &Objects{}
+		if err := o.loadReader(dec, "fuzz.yaml", bytes.NewReader(b)); err != nil {
+			return
+		}
+		again := &Objects{}
+		if err := again.loadReader(dec, "fuzz.yaml", bytes.NewReader(b)); err != nil {
+			t.Fatalf("second read failed: %v", err)
+		}
+		if !reflect.DeepEqual(o, again) {
+			t.Fatal("reading the same manifests twice gave different objects")
+		}
+	})
+}

@@ -1,0 +1,175 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/clarketm/json"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxConfigSize is MCO's cap on a rendered MachineConfig's JSON (etcd's
+// request limit is 1.5 MiB).
+const MaxConfigSize = 1572864
+
+// Request is everything one render needs. Render never contacts a container
+// registry: image references are recorded as given.
+type Request struct {
+	Pool *mcfgv1.MachineConfigPool
+	// Configs are all MachineConfigs known; Select picks the pool's.
+	Configs []*mcfgv1.MachineConfig
+	// Defaults are the payload's images and release version.
+	Defaults Defaults
+	// Fetcher fetches remote sources; nil means a Fetcher with defaults.
+	Fetcher *Fetcher
+	// OnInput, when set, is called for each input MC in merge order.
+	OnInput func(i int, mc *mcfgv1.MachineConfig)
+}
+
+// Result is a rendered config and what it was made of.
+type Result struct {
+	// Config is the rendered MachineConfig, a complete object.
+	Config *mcfgv1.MachineConfig
+	// Inputs are the MCs merged, in merge order.
+	Inputs []*mcfgv1.MachineConfig
+	// Current is the pool's current rendered config when the inputs hold it;
+	// the new config was checked to be reconcilable with it.
+	Current *mcfgv1.MachineConfig
+}
+
+// Render renders req.Pool's MachineConfigs into one MachineConfig the way
+// MCO's render controller does, with remote sources snapshotted (seed 002)
+// and a reconcilability check against the pool's current config. Nothing
+// is written; on error no result is returned.
+func Render(ctx context.Context, req Request) (*Result, error) {
+	res, err := render(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("rendering pool %q: %w", req.Pool.Name, err)
+	}
+	return res, nil
+}
+
+func render(ctx context.Context, req Request) (*Result, error) {
+	inputs, err := Select(req.Pool, req.Configs)
+	if err != nil {
+		return nil, err
+	}
+	f := req.Fetcher
+	if f == nil {
+		f = &Fetcher{}
+	}
+	ps := make([]parsed, len(inputs))
+	for i, mc := range inputs {
+		if req.OnInput != nil {
+			req.OnInput(i, mc)
+		}
+		if ps[i], err = parseMC(ctx, f, mc); err != nil {
+			return nil, err
+		}
+	}
+	spec, merged, err := merge(ps, req.Defaults)
+	if err != nil {
+		return nil, err
+	}
+	out, err := assemble(req.Pool, inputs, spec, req.Defaults)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Config: out, Inputs: inputs}
+	if cur := currentConfig(req.Pool, req.Configs); cur != nil && cur.Name != out.Name {
+		if err := checkReconcilable(cur, merged, out.Spec.FIPS, ps); err != nil {
+			return nil, err
+		}
+		res.Current = cur
+	}
+	return res, nil
+}
+
+// parseMC validates one input and returns its config at spec 3.5 with its
+// remote sources embedded.
+func parseMC(ctx context.Context, f *Fetcher, mc *mcfgv1.MachineConfig) (parsed, error) {
+	if err := validateSpec(mc); err != nil {
+		return parsed{}, err
+	}
+	p := parsed{mc: mc, hasConfig: len(mc.Spec.Config.Raw) > 0}
+	if !p.hasConfig {
+		return p, nil
+	}
+	cfg, err := parseConfig(mc.Spec.Config.Raw)
+	if err != nil {
+		return p, fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err)
+	}
+	if err := validateConfig(cfg); err != nil {
+		return p, fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err)
+	}
+	if p.cfg, err = (snapshotter{f: f, mc: mc.Name}).config(ctx, cfg, "spec.config.", 0); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// assemble makes the complete MachineConfig object: MCO's name, the pool as
+// controller owner (when it has a UID), the release version and override
+// annotations, and kiln's list of inputs.
+func assemble(pool *mcfgv1.MachineConfigPool, inputs []*mcfgv1.MachineConfig, spec mcfgv1.MachineConfigSpec, d Defaults) (*mcfgv1.MachineConfig, error) {
+	name, err := RenderedName(pool.Name, spec)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(inputs))
+	for i, mc := range inputs {
+		names[i] = mc.Name
+	}
+	mc := &mcfgv1.MachineConfig{
+		TypeMeta: metav1.TypeMeta{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfig"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: map[string]string{PoolLabel: pool.Name},
+			Annotations: map[string]string{
+				ReleaseVersionAnnotation: d.ReleaseVersion,
+				InputsAnnotation:         strings.Join(names, ","),
+			},
+		},
+		Spec: spec,
+	}
+	if spec.OSImageURL != d.OSImageURL {
+		mc.Annotations[OverriddenAnnotation] = "true"
+	}
+	if pool.UID != "" {
+		yes := true
+		mc.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool",
+			Name: pool.Name, UID: pool.UID, Controller: &yes, BlockOwnerDeletion: &yes,
+		}}
+	}
+	// MCO measures the object as it would be sent to etcd.
+	data, err := json.Marshal(mc)
+	if err != nil {
+		return nil, fmt.Errorf("encoding rendered config: %w", err)
+	}
+	if len(data) > MaxConfigSize {
+		return nil, fmt.Errorf("rendered MachineConfig %s is too large: %d bytes, limit %d (etcd's request size)", name, len(data), MaxConfigSize)
+	}
+	return mc, nil
+}
+
+// currentConfig is the pool's current rendered config, when the inputs
+// hold it: spec.configuration.name (what MCO compares with), else
+// status.configuration.name.
+func currentConfig(pool *mcfgv1.MachineConfigPool, all []*mcfgv1.MachineConfig) *mcfgv1.MachineConfig {
+	name := pool.Spec.Configuration.Name
+	if name == "" {
+		name = pool.Status.Configuration.Name
+	}
+	if name == "" {
+		return nil
+	}
+	for _, mc := range all {
+		if mc.Name == name {
+			return mc
+		}
+	}
+	return nil
+}

@@ -1,0 +1,268 @@
+package render
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kiln-dev/kiln/pkg/apis"
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/payload"
+)
+
+// Objects are the cluster objects render reads, from a directory of
+// manifests or from the API.
+type Objects struct {
+	Pools           []*mcfgv1.MachineConfigPool
+	Configs         []*mcfgv1.MachineConfig
+	ConfigMaps      []*corev1.ConfigMap
+	ClusterVersions []*configv1.ClusterVersion
+	Modules         []*kmmv1beta1.ModuleDay0
+}
+
+// LoadDir reads every .yaml, .yml and .json file under dir (recursively;
+// several YAML documents per file and v1 Lists are accepted). Kinds render
+// does not read are skipped; a document without apiVersion/kind is an error.
+func LoadDir(dir string) (*Objects, error) {
+	scheme, err := apis.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	dec := serializer.NewCodecFactory(scheme).UniversalDeserializer()
+	o := &Objects{}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch strings.ToLower(filepath.Ext(path)) {
+		case ".yaml", ".yml", ".json":
+		default:
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		return o.loadFile(dec, path)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("loading manifests from %s: %w", dir, err)
+	}
+	return o, nil
+}
+
+func (o *Objects) loadFile(dec runtime.Decoder, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return o.loadReader(dec, path, f)
+}
+
+// loadReader decodes every document of one manifest stream.
+func (o *Objects) loadReader(dec runtime.Decoder, path string, in io.Reader) error {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(in))
+	for doc := 1; ; doc++ {
+		raw, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", path, doc, err)
+		}
+		if len(bytes.TrimSpace(raw)) == 0 || isComment(raw) {
+			continue
+		}
+		if err := o.decode(dec, raw); err != nil {
+			return fmt.Errorf("%s: document %d: %w", path, doc, err)
+		}
+	}
+}
+
+func isComment(raw []byte) bool {
+	for _, l := range strings.Split(string(raw), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") && l != "---" {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *Objects) decode(dec runtime.Decoder, raw []byte) error {
+	obj, _, err := dec.Decode(raw, nil, nil)
+	if runtime.IsNotRegisteredError(err) {
+		return nil // a kind render does not read
+	}
+	if runtime.IsMissingKind(err) || runtime.IsMissingVersion(err) {
+		return errors.New("apiVersion and kind are required")
+	}
+	if err != nil {
+		return err
+	}
+	switch t := obj.(type) {
+	case *metav1.List:
+		for i, item := range t.Items {
+			if err := o.decode(dec, item.Raw); err != nil {
+				return fmt.Errorf("items[%d]: %w", i, err)
+			}
+		}
+	case *corev1.List:
+		for i, item := range t.Items {
+			if err := o.decode(dec, item.Raw); err != nil {
+				return fmt.Errorf("items[%d]: %w", i, err)
+			}
+		}
+	default:
+		o.add(obj)
+	}
+	return nil
+}
+
+func (o *Objects) add(obj runtime.Object) {
+	switch t := obj.(type) {
+	case *mcfgv1.MachineConfigPool:
+		o.Pools = append(o.Pools, t)
+	case *mcfgv1.MachineConfig:
+		o.Configs = append(o.Configs, t)
+	case *corev1.ConfigMap:
+		o.ConfigMaps = append(o.ConfigMaps, t)
+	case *configv1.ClusterVersion:
+		o.ClusterVersions = append(o.ClusterVersions, t)
+	case *kmmv1beta1.ModuleDay0:
+		o.Modules = append(o.Modules, t)
+	}
+}
+
+// LoadCluster reads the same objects from the API server.
+func LoadCluster(ctx context.Context, c client.Client) (*Objects, error) {
+	o := &Objects{}
+	var pools mcfgv1.MachineConfigPoolList
+	var mcs mcfgv1.MachineConfigList
+	var mods kmmv1beta1.ModuleDay0List
+	for what, l := range map[string]client.ObjectList{"MachineConfigPools": &pools, "MachineConfigs": &mcs, "ModuleDay0s": &mods} {
+		if err := c.List(ctx, l); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", what, err)
+		}
+	}
+	for i := range pools.Items {
+		o.Pools = append(o.Pools, &pools.Items[i])
+	}
+	for i := range mcs.Items {
+		o.Configs = append(o.Configs, &mcs.Items[i])
+	}
+	for i := range mods.Items {
+		o.Modules = append(o.Modules, &mods.Items[i])
+	}
+	cm := &corev1.ConfigMap{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: payload.Namespace, Name: payload.OSImageURLMap}, cm); err == nil {
+		o.ConfigMaps = append(o.ConfigMaps, cm)
+	} else if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", payload.Namespace, payload.OSImageURLMap, err)
+	}
+	cv := &configv1.ClusterVersion{}
+	if err := c.Get(ctx, client.ObjectKey{Name: payload.ClusterVersionName}, cv); err == nil {
+		o.ClusterVersions = append(o.ClusterVersions, cv)
+	} else if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading ClusterVersion %s: %w", payload.ClusterVersionName, err)
+	}
+	return o, nil
+}
+
+// Pool returns the named pool.
+func (o *Objects) Pool(name string) (*mcfgv1.MachineConfigPool, error) {
+	for _, p := range o.Pools {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("MachineConfigPool %q not found", name)
+}
+
+// Payload reads the payload facts from the objects.
+func (o *Objects) Payload() (payload.Facts, error) {
+	var cm *corev1.ConfigMap
+	for _, c := range o.ConfigMaps {
+		if c.Namespace == payload.Namespace && c.Name == payload.OSImageURLMap {
+			cm = c
+		}
+	}
+	var cv *configv1.ClusterVersion
+	for _, c := range o.ClusterVersions {
+		if c.Name == payload.ClusterVersionName {
+			cv = c
+		}
+	}
+	return payload.FromObjects(cm, cv)
+}
+
+// Module returns the ModuleDay0 whose machineConfigPoolSelector matches the
+// pool's node selector labels, nil if none. KMM allows one per pool; more
+// is an error.
+func (o *Objects) Module(pool *mcfgv1.MachineConfigPool) (*kmmv1beta1.ModuleDay0, error) {
+	var nodeLabels labels.Set
+	if ns := pool.Spec.NodeSelector; ns != nil {
+		nodeLabels = ns.MatchLabels
+	}
+	var found []*kmmv1beta1.ModuleDay0
+	for _, m := range o.Modules {
+		sel := m.Spec.MachineConfigPoolSelector
+		if len(sel) > 0 && labels.SelectorFromSet(sel).Matches(nodeLabels) {
+			found = append(found, m)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, nil
+	case 1:
+		return found[0], nil
+	}
+	names := make([]string, len(found))
+	for i, m := range found {
+		names[i] = m.Namespace + "/" + m.Name
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("MachineConfigPool %q: %d ModuleDay0s select it (%s); KMM allows one per pool", pool.Name, len(found), strings.Join(names, ", "))
+}
+
+// Input is one line of inputs.json.
+type Input struct {
+	Kind            string `json:"kind"`
+	Namespace       string `json:"namespace,omitempty"`
+	Name            string `json:"name"`
+	ResourceVersion string `json:"resourceVersion"`
+	// SpecHash is sha256:<hex> of the JSON of the object's spec (data for a
+	// ConfigMap, status.desired for the ClusterVersion).
+	SpecHash string `json:"specHash"`
+}
+
+// NewInput records one object.
+func NewInput(kind string, meta metav1.Object, spec any) (Input, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return Input{}, fmt.Errorf("hashing %s %q: %w", kind, meta.GetName(), err)
+	}
+	sum := sha256.Sum256(b)
+	return Input{Kind: kind, Namespace: meta.GetNamespace(), Name: meta.GetName(), ResourceVersion: meta.GetResourceVersion(), SpecHash: "sha256:" + hex.EncodeToString(sum[:])}, nil
+}

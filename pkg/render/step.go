@@ -1,0 +1,231 @@
+package render
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kiln-dev/kiln/pkg/apis"
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+// StepOptions are `kiln-steps render`'s flags.
+type StepOptions struct {
+	step.Options
+	step.KubeOptions
+	// Fetch bounds remote-source snapshots.
+	FetchTimeout  time.Duration
+	FetchMaxBytes int64
+	FetchAttempts int
+}
+
+// NewStep returns the render stage's Runner.
+func NewStep() step.Runner { return &StepOptions{} }
+
+// AddFlags registers render's flags.
+func (o *StepOptions) AddFlags(fs *pflag.FlagSet) {
+	o.Options.AddFlags(fs)
+	o.KubeOptions.AddFlags(fs)
+	fs.DurationVar(&o.FetchTimeout, "fetch-timeout", 30*time.Second, "timeout of one fetch of a remote source")
+	fs.Int64Var(&o.FetchMaxBytes, "fetch-max-bytes", 16<<20, "largest remote source accepted")
+	fs.IntVar(&o.FetchAttempts, "fetch-attempts", 3, "tries per remote source for transient failures")
+}
+
+// Run renders the pool and writes rendered.json, inputs.json and the
+// results. Nothing is written unless every check passed.
+func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
+	if err := o.Options.Validate(); err != nil {
+		return err
+	}
+	dir, err := o.SourceDir()
+	if err != nil {
+		return err
+	}
+	p := step.NewProgress(s.Out, step.StageRender)
+	objs, err := o.load(ctx, dir)
+	if err != nil {
+		return err
+	}
+	out, err := Run(ctx, objs, o.Pool, &Fetcher{Timeout: o.FetchTimeout, MaxBytes: o.FetchMaxBytes, Attempts: o.FetchAttempts}, p)
+	if err != nil {
+		return err
+	}
+	if err := out.Write(o.Workspace(), o.Results()); err != nil {
+		return err
+	}
+	p.Printf("rendered %s from %d MachineConfigs", out.Result.Config.Name, len(out.Result.Inputs))
+	return nil
+}
+
+func (o *StepOptions) load(ctx context.Context, dir string) (*Objects, error) {
+	if dir != "" {
+		return LoadDir(dir)
+	}
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	scheme, err := apis.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	return LoadCluster(ctx, c)
+}
+
+// Output is a finished render: the rendered config, the record of its
+// inputs and the stage's results.
+type Output struct {
+	Result  *Result
+	Inputs  []Input
+	Results map[string]string
+}
+
+// Run renders pool from objs and prepares the stage's outputs. Progress
+// lines name each input MC in merge order.
+func Run(ctx context.Context, objs *Objects, pool string, f *Fetcher, p *step.Progress) (*Output, error) {
+	mcp, err := objs.Pool(pool)
+	if err != nil {
+		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)
+	}
+	facts, err := objs.Payload()
+	if err != nil {
+		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)
+	}
+	mod, err := objs.Module(mcp)
+	if err != nil {
+		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)
+	}
+	res, err := Render(ctx, Request{
+		Pool: mcp, Configs: objs.Configs, Fetcher: f,
+		Defaults: Defaults{OSImageURL: facts.BaseOSImage, ExtensionsImage: facts.ExtensionsImage, ReleaseVersion: facts.ReleaseVersion},
+		OnInput: func(i int, mc *mcfgv1.MachineConfig) {
+			if p != nil {
+				p.Printf("input %d: MachineConfig %s", i+1, mc.Name)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &Output{Result: res}
+	if err := out.record(objs, mcp, mod); err != nil {
+		return nil, err
+	}
+	spec, err := json.Marshal(res.Config.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("hashing rendered config: %w", err)
+	}
+	sum := sha256.Sum256(spec)
+	out.Results = map[string]string{
+		"RENDERED_NAME": res.Config.Name,
+		"CONFIG_HASH":   "sha256:" + hex.EncodeToString(sum[:]),
+		"BASE_IMAGE":    res.Config.Spec.OSImageURL,
+		"HAS_KMOD":      strconv.FormatBool(mod != nil),
+		"KMOD_BUILD":    strconv.FormatBool(mod != nil && mod.Spec.OSMapping.Build != nil),
+		"KMOD_SIGN":     strconv.FormatBool(mod != nil && mod.Spec.OSMapping.Sign != nil),
+	}
+	return out, nil
+}
+
+// record lists every object the render read, for inputs.json.
+func (out *Output) record(objs *Objects, mcp *mcfgv1.MachineConfigPool, mod *kmmv1beta1.ModuleDay0) error {
+	add := func(in Input, err error) error {
+		if err == nil {
+			out.Inputs = append(out.Inputs, in)
+		}
+		return err
+	}
+	if err := add(NewInput("MachineConfigPool", mcp, mcp.Spec)); err != nil {
+		return err
+	}
+	for _, mc := range out.Result.Inputs {
+		if err := add(NewInput("MachineConfig", mc, mc.Spec)); err != nil {
+			return err
+		}
+	}
+	if cur := out.Result.Current; cur != nil {
+		if err := add(NewInput("MachineConfig", cur, cur.Spec)); err != nil {
+			return err
+		}
+	}
+	for _, cm := range objs.ConfigMaps {
+		if cm.Name == "machine-config-osimageurl" {
+			if err := add(NewInput("ConfigMap", cm, cm.Data)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, cv := range objs.ClusterVersions {
+		if err := add(NewInput("ClusterVersion", cv, cv.Status.Desired)); err != nil {
+			return err
+		}
+	}
+	if mod != nil {
+		return add(NewInput("ModuleDay0", mod, mod.Spec))
+	}
+	return nil
+}
+
+// Write stores rendered.json and inputs.json, then the results. Results are
+// checked against Tekton's budget before any file is written.
+func (out *Output) Write(ws step.Workspace, r *step.Results) error {
+	for k, v := range out.Results {
+		if err := r.Set(k, v); err != nil {
+			return err
+		}
+	}
+	if size := r.Size(); size > step.MaxResultBytes {
+		return fmt.Errorf("writing results: %d bytes, limit %d: %w", size, step.MaxResultBytes, step.ErrResultBudget)
+	}
+	if _, err := ws.Ensure(step.StageRender); err != nil {
+		return err
+	}
+	rendered, err := json.MarshalIndent(out.Result.Config, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding rendered config: %w", err)
+	}
+	inputs, err := json.MarshalIndent(out.Inputs, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding inputs: %w", err)
+	}
+	for path, data := range map[string][]byte{ws.RenderedPath(): rendered, ws.InputsPath(): inputs} {
+		if err := writeFile(path, append(data, '\n')); err != nil {
+			return err
+		}
+	}
+	return r.Write()
+}
+
+func writeFile(path string, data []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+var commands = []step.Command{{Name: step.StageRender, New: NewStep}}
+
+func runStep(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := step.Main(context.Background(), "kiln-steps", commands, append([]string{"render"}, args...), step.Streams{Out: &out, Err: &errb})
+	return code, out.String(), errb.String()
+}
+
+// The acceptance criterion: render --source dir:testdata/<case> writes
+// rendered.json with the expected name, inputs.json and the results.
+func TestStepWritesOutputs(t *testing.T) {
+	work, results := t.TempDir(), t.TempDir()
+	code, out, errs := runStep(t, "--source", "dir:testdata/golden/custom-pool-over-worker", "--pool", "infra", "--work", work, "--results-dir", results)
+	if code != step.ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	golden, err := os.ReadFile("testdata/golden/custom-pool-over-worker/results.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mc mcfgv1.MachineConfig
+	b, err := os.ReadFile(filepath.Join(work, "render", "rendered.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &mc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(golden), "RENDERED_NAME="+mc.Name+"\n") {
+		t.Errorf("rendered.json names %s; results.golden says:\n%s", mc.Name, golden)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(golden)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		got, err := os.ReadFile(filepath.Join(results, k))
+		if err != nil || string(got) != v {
+			t.Errorf("result %s = %q (%v), want %q", k, got, err, v)
+		}
+	}
+	var inputs []Input
+	b, _ = os.ReadFile(filepath.Join(work, "render", "inputs.json"))
+	if err := json.Unmarshal(b, &inputs); err != nil || len(inputs) != 5 {
+		t.Errorf("inputs.json: %d inputs (%v), want pool + 3 MCs + ConfigMap", len(inputs), err)
+	}
+	// Progress names each input MC in merge order: worker's first.
+	want := []string{"input 1: MachineConfig 00-worker", "input 2: MachineConfig 99-worker-ssh", "input 3: MachineConfig 50-infra-kubelet"}
+	last := -1
+	for _, w := range want {
+		i := strings.Index(out, w)
+		if i <= last {
+			t.Errorf("progress lacks %q in order:\n%s", w, out)
+		}
+		last = i
+	}
+}
+
+// A failed render writes nothing: no rendered.json, no results.
+func TestStepFailsClosed(t *testing.T) {
+	work, results := t.TempDir(), t.TempDir()
+	code, _, errs := runStep(t, "--source", "dir:testdata/bad/mode-04755", "--pool", "worker", "--work", work, "--results-dir", results)
+	if code != step.ExitFailure || !strings.Contains(errs, `MachineConfig "10-bad": spec.config: storage.files[0] (/usr/local/bin/suid): mode 04755`) {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	for _, dir := range []string{filepath.Join(work, "render"), results} {
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Errorf("%s holds %d files after a failed render", dir, len(entries))
+		}
+	}
+}
+
+func TestStepUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--source", "dir:x"},                         // no --pool
+		{"--pool", "worker", "--source", "git:x"},     // bad source
+		{"--pool", "a/b", "--source", "dir:testdata"}, // bad pool name
+	} {
+		if code, _, errs := runStep(t, append(args, "--work", t.TempDir())...); code != step.ExitUsage {
+			t.Errorf("%v: exit %d (%s), want %d", args, code, errs, step.ExitUsage)
+		}
+	}
+}
