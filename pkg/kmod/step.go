@@ -16,10 +16,6 @@ import (
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
-// ModuleDay0File is where render leaves the pool's ModuleDay0 in the work
-// workspace, for the kmod stages.
-const ModuleDay0File = "moduleday0.json"
-
 // BuildReportFile is kmod-build's report; kmod-sign signs its image.
 const BuildReportFile = "build.json"
 
@@ -151,7 +147,7 @@ func signInput(ctx context.Context, r osimage.Remote, src string, md *kmmv1beta1
 
 // ReadModuleDay0 reads the ModuleDay0 render left in the workspace.
 func ReadModuleDay0(ws step.Workspace) (*kmmv1beta1.ModuleDay0, error) {
-	p := filepath.Join(filepath.Dir(ws.RenderedPath()), ModuleDay0File)
+	p := ws.ModuleDay0Path()
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return nil, fmt.Errorf("reading the pool's ModuleDay0 (render writes %s when one selects the pool): %w", p, err)

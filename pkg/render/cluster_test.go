@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -79,6 +81,11 @@ func TestRenderFromCluster(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(work, "render", "inputs.json"))
 	if !strings.Contains(string(b), `"kind": "ModuleDay0"`) || strings.Contains(string(b), `"resourceVersion": ""`) {
 		t.Errorf("inputs.json lacks the ModuleDay0 or the apiserver's resourceVersions:\n%s", b)
+	}
+	// The kmod stages read the pool's ModuleDay0 from the workspace.
+	md, err := kmod.ReadModuleDay0(step.Workspace{Root: work})
+	if err != nil || md.Spec.OSMapping.Build == nil {
+		t.Errorf("render/moduleday0.json: %v %+v", err, md)
 	}
 }
 

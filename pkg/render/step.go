@@ -101,6 +101,9 @@ type Output struct {
 	Result  *Result
 	Inputs  []Input
 	Results map[string]string
+	// Module is the pool's ModuleDay0, if one selects it; the kmod stages
+	// read it from the workspace.
+	Module *kmmv1beta1.ModuleDay0
 }
 
 // Run renders pool from objs and prepares the stage's outputs. Progress
@@ -130,7 +133,7 @@ func Run(ctx context.Context, objs *Objects, pool string, f *Fetcher, p *step.Pr
 	if err != nil {
 		return nil, err
 	}
-	out := &Output{Result: res}
+	out := &Output{Result: res, Module: mod}
 	if err := out.record(objs, mcp, mod); err != nil {
 		return nil, err
 	}
@@ -211,7 +214,13 @@ func (out *Output) Write(ws step.Workspace, r *step.Results) error {
 	if err != nil {
 		return fmt.Errorf("encoding inputs: %w", err)
 	}
-	for path, data := range map[string][]byte{ws.RenderedPath(): rendered, ws.InputsPath(): inputs} {
+	files := map[string][]byte{ws.RenderedPath(): rendered, ws.InputsPath(): inputs}
+	if out.Module != nil {
+		if files[ws.ModuleDay0Path()], err = json.MarshalIndent(out.Module, "", "  "); err != nil {
+			return fmt.Errorf("encoding ModuleDay0: %w", err)
+		}
+	}
+	for path, data := range files {
 		if err := writeFile(path, append(data, '\n')); err != nil {
 			return err
 		}

@@ -33,6 +33,10 @@ func (w Workspace) RenderedPath() string { return filepath.Join(w.Root, "render"
 // InputsPath is render's record of every input: name, resourceVersion, spec hash.
 func (w Workspace) InputsPath() string { return filepath.Join(w.Root, "render", "inputs.json") }
 
+// ModuleDay0Path is render's copy of the ModuleDay0 that selects the pool,
+// present only when one does; the kmod stages read it.
+func (w Workspace) ModuleDay0Path() string { return filepath.Join(w.Root, "render", "moduleday0.json") }
+
 // StageDir is the report folder of one stage: kmod/, image/, rollout/, bootimages/.
 func (w Workspace) StageDir(stage string) string {
 	switch stage {
