@@ -13,11 +13,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/apis"
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -74,23 +70,9 @@ func (o *StepOptions) load(ctx context.Context, dir string) (*Objects, error) {
 	if dir != "" {
 		return LoadDir(dir)
 	}
-	var cfg *rest.Config
-	var err error
-	if o.Kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
-	}
-	scheme, err := apis.NewScheme()
+	c, err := o.Client()
 	if err != nil {
 		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	return LoadCluster(ctx, c)
 }

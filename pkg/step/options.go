@@ -6,6 +6,11 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kiln-dev/kiln/pkg/apis"
 )
 
 // Options are the flags every stage shares. Stage option structs embed it
@@ -126,4 +131,38 @@ func envOr(key, def string) string {
 
 func usageErrorf(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// RESTConfig returns the cluster's client config: --kubeconfig when given,
+// else the in-cluster config of a Tekton step's ServiceAccount.
+func (o *KubeOptions) RESTConfig() (*rest.Config, error) {
+	if o.Kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", o.Kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading in-cluster config (no --kubeconfig): %w", err)
+	}
+	return cfg, nil
+}
+
+// Client returns a client with kiln's scheme that can also watch.
+func (o *KubeOptions) Client() (client.WithWatch, error) {
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	scheme, err := apis.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the cluster: %w", err)
+	}
+	return c, nil
 }
