@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"sort"
@@ -97,7 +98,9 @@ func (t *Tracker) Nodes() []*mcfgv1.MachineConfigNode {
 // child phase that is in progress (Unknown) with its message, which is
 // where a stuck node says why.
 func (t *Tracker) WriteTable(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var buf bytes.Buffer // one Write per table, so log lines stay whole
+	defer func() { _, _ = w.Write(buf.Bytes()) }()
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\t"+strings.ToUpper(strings.Join(ParentPhases, "\t"))+"\tIN PROGRESS")
 	for _, mcn := range t.Nodes() {
 		row := []string{mcn.Name}

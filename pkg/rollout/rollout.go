@@ -231,10 +231,15 @@ func (r *roller) poolUpdated(rendered string) condition {
 			return false, err
 		}
 		p := v.pool
-		return p.Status.Configuration.Name == rendered &&
+		poolDone := p.Status.Configuration.Name == rendered &&
 			p.Status.MachineCount > 0 &&
 			p.Status.UpdatedMachineCount == p.Status.MachineCount &&
-			conditionTrue(p, mcfgv1.MachineConfigPoolUpdated), nil
+			conditionTrue(p, mcfgv1.MachineConfigPoolUpdated)
+		// The pool counts a node once MCO marks it Done; its
+		// MachineConfigNode says Updated a moment later, and that is the
+		// end of seed 004's cycle.
+		return poolDone && len(v.tracker.Nodes()) == int(p.Status.MachineCount) &&
+			allUpdated(v, nodeNames(v), rendered), nil
 	}
 }
 
@@ -265,3 +270,11 @@ func conditionTrue(p *mcfgv1.MachineConfigPool, t mcfgv1.MachineConfigPoolCondit
 	return false
 }
 
+
+func nodeNames(v *view) []string {
+	var out []string
+	for _, mcn := range v.tracker.Nodes() {
+		out = append(out, mcn.Name)
+	}
+	return out
+}

@@ -43,6 +43,9 @@ func newWatcher(c client.WithWatch, pool string, out io.Writer) *watcher {
 func (w *watcher) waitFor(ctx context.Context, what string, cond condition) error {
 	for {
 		poolW, mcnW, err := w.resync(ctx)
+		if err != nil && ctx.Err() != nil {
+			return fmt.Errorf("waiting for %s: %w", what, errWaitTimeout)
+		}
 		if err != nil {
 			return err
 		}
