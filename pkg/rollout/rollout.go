@@ -270,7 +270,6 @@ func conditionTrue(p *mcfgv1.MachineConfigPool, t mcfgv1.MachineConfigPoolCondit
 	return false
 }
 
-
 func nodeNames(v *view) []string {
 	var out []string
 	for _, mcn := range v.tracker.Nodes() {

@@ -203,4 +203,3 @@ func updatedNodes(tl []rollout.Event) map[string]bool {
 	}
 	return out
 }
-
