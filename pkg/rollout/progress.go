@@ -1,0 +1,149 @@
+package rollout
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ParentPhases are the columns of `oc get machineconfignodes` (seed 004),
+// in update order.
+var ParentPhases = []string{
+	string(mcfgv1.MachineConfigNodeUpdated),
+	string(mcfgv1.MachineConfigNodeUpdatePrepared),
+	string(mcfgv1.MachineConfigNodeUpdateExecuted),
+	string(mcfgv1.MachineConfigNodeUpdatePostActionComplete),
+	string(mcfgv1.MachineConfigNodeUpdateComplete),
+	string(mcfgv1.MachineConfigNodeResumed),
+}
+
+func isParent(t string) bool {
+	for _, p := range ParentPhases {
+		if p == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Event is one condition transition of one node, as the timeline records it.
+type Event struct {
+	Node    string                 `json:"node"`
+	Phase   string                 `json:"phase"`
+	Status  metav1.ConditionStatus `json:"status"`
+	Reason  string                 `json:"reason,omitempty"`
+	Message string                 `json:"message,omitempty"`
+	Time    time.Time              `json:"time"`
+}
+
+// Tracker follows the MachineConfigNodes of one pool: it keeps the latest
+// object per node and the ordered list of transitions seen.
+type Tracker struct {
+	nodes    map[string]*mcfgv1.MachineConfigNode
+	seen     map[string]bool
+	timeline []Event
+}
+
+// NewTracker returns an empty tracker.
+func NewTracker() *Tracker {
+	return &Tracker{nodes: map[string]*mcfgv1.MachineConfigNode{}, seen: map[string]bool{}}
+}
+
+// Observe records a new version of a node's MachineConfigNode and reports
+// whether anything a user sees changed.
+func (t *Tracker) Observe(mcn *mcfgv1.MachineConfigNode) bool {
+	t.nodes[mcn.Name] = mcn.DeepCopy()
+	changed := false
+	for _, c := range mcn.Status.Conditions {
+		key := fmt.Sprintf("%s/%s/%s/%s/%s", mcn.Name, c.Type, c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339Nano))
+		if t.seen[key] {
+			continue
+		}
+		t.seen[key] = true
+		changed = true
+		t.timeline = append(t.timeline, Event{Node: mcn.Name, Phase: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, Time: c.LastTransitionTime.Time})
+	}
+	return changed
+}
+
+// Timeline returns the transitions in the order they were observed.
+// Condition times have one-second precision, too coarse to order a fast
+// rollout; watch events arrive in the order the apiserver stored them.
+func (t *Tracker) Timeline() []Event {
+	return append([]Event(nil), t.timeline...)
+}
+
+// Nodes returns the tracked MachineConfigNodes by name.
+func (t *Tracker) Nodes() []*mcfgv1.MachineConfigNode {
+	names := make([]string, 0, len(t.nodes))
+	for n := range t.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := make([]*mcfgv1.MachineConfigNode, 0, len(names))
+	for _, n := range names {
+		out = append(out, t.nodes[n])
+	}
+	return out
+}
+
+// WriteTable prints the nodes like `oc get machineconfignodes`, plus the
+// child phase that is in progress (Unknown) with its message, which is
+// where a stuck node says why.
+func (t *Tracker) WriteTable(w io.Writer) {
+	var buf bytes.Buffer // one Write per table, so log lines stay whole
+	defer func() { _, _ = w.Write(buf.Bytes()) }()
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\t"+strings.ToUpper(strings.Join(ParentPhases, "\t"))+"\tIN PROGRESS")
+	for _, mcn := range t.Nodes() {
+		row := []string{mcn.Name}
+		for _, p := range ParentPhases {
+			row = append(row, conditionStatus(mcn, p))
+		}
+		row = append(row, inProgress(mcn))
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	tw.Flush()
+}
+
+func conditionStatus(mcn *mcfgv1.MachineConfigNode, t string) string {
+	for _, c := range mcn.Status.Conditions {
+		if c.Type == t {
+			return string(c.Status)
+		}
+	}
+	return "-"
+}
+
+// inProgress names the child phase currently Unknown, or a degraded
+// condition, with its message.
+func inProgress(mcn *mcfgv1.MachineConfigNode) string {
+	for _, c := range mcn.Status.Conditions {
+		if c.Type == string(mcfgv1.MachineConfigNodeNodeDegraded) && c.Status == metav1.ConditionTrue {
+			return fmt.Sprintf("NodeDegraded: %s", c.Message)
+		}
+	}
+	for _, c := range mcn.Status.Conditions {
+		if !isParent(c.Type) && c.Status == metav1.ConditionUnknown {
+			return fmt.Sprintf("%s: %s", c.Type, c.Message)
+		}
+	}
+	return ""
+}
+
+// nodeDegraded returns the NodeDegraded condition of a node when it is True.
+func nodeDegraded(mcn *mcfgv1.MachineConfigNode) (metav1.Condition, bool) {
+	for _, c := range mcn.Status.Conditions {
+		if c.Type == string(mcfgv1.MachineConfigNodeNodeDegraded) && c.Status == metav1.ConditionTrue {
+			return c, true
+		}
+	}
+	return metav1.Condition{}, false
+}

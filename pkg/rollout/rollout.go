@@ -1,0 +1,279 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Verifier checks an image against the signature policy before anything
+// is written; pkg/signing's policy evaluation implements it.
+type Verifier interface {
+	Verify(ctx context.Context, image string) error
+}
+
+// Config is one rollout.
+type Config struct {
+	Client client.WithWatch
+	Pool   string
+	// Image is repo@sha256:<hex>; a tag is refused.
+	Image string
+	// MaxUnavailable, when set, overrides the pool's during the rollout.
+	MaxUnavailable *intstr.IntOrString
+	// Canary lets this many nodes update first, pauses the pool, checks
+	// them, then lets the rest go.
+	Canary int
+	// Timeout bounds the whole rollout; past it kiln rolls back.
+	Timeout time.Duration
+	// SettleTimeout bounds the wait for the pool after a rollback.
+	SettleTimeout time.Duration
+	Verifier      Verifier
+	// Out receives progress: the node table on every change.
+	Out io.Writer
+}
+
+// States reported in ROLLOUT_STATE.
+const (
+	StateSucceeded  = "Succeeded"
+	StateUnchanged  = "Unchanged"
+	StateRolledBack = "RolledBack"
+	StateRefused    = "Refused"
+)
+
+// Result is what a rollout did.
+type Result struct {
+	State        string
+	UpdatedNodes int
+	// Rendered is the rendered config the pool reached with the image.
+	Rendered string
+	Timeline []Event
+}
+
+var digestRef = regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`)
+
+// Run rolls cfg.Image out to cfg.Pool. On failure it rolls back and
+// returns an error naming the node, the condition and its message.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if err := cfg.validate(); err != nil {
+		return Result{State: StateRefused}, err
+	}
+	pool := &mcfgv1.MachineConfigPool{}
+	if err := cfg.Client.Get(ctx, client.ObjectKey{Name: cfg.Pool}, pool); err != nil {
+		return Result{State: StateRefused}, fmt.Errorf("reading MachineConfigPool %s: %w", cfg.Pool, err)
+	}
+	if err := cfg.Verifier.Verify(ctx, cfg.Image); err != nil {
+		return Result{State: StateRefused}, fmt.Errorf("refusing to roll out %s to pool %s: %w", cfg.Image, cfg.Pool, err)
+	}
+	r := &roller{cfg: cfg, w: newWatcher(cfg.Client, cfg.Pool, cfg.Out)}
+	return r.run(ctx, pool)
+}
+
+func (cfg Config) validate() error {
+	switch {
+	case cfg.Client == nil || cfg.Verifier == nil:
+		return errors.New("rollout: a client and a verifier are required")
+	case cfg.Pool == "":
+		return errors.New("rollout: pool is empty")
+	case !digestRef.MatchString(cfg.Image):
+		return fmt.Errorf("rollout: image %q is not a digest reference (repo@sha256:<64 hex>): a tag could move under the pool", cfg.Image)
+	case cfg.Canary < 0:
+		return fmt.Errorf("rollout: canary %d is negative", cfg.Canary)
+	}
+	return nil
+}
+
+type roller struct {
+	cfg  Config
+	w    *watcher
+	prev applyResult
+}
+
+func (r *roller) run(ctx context.Context, pool *mcfgv1.MachineConfigPool) (Result, error) {
+	applied, err := r.apply(ctx, pool)
+	if err != nil {
+		return Result{State: StateRefused}, err
+	}
+	deadline, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	rendered, err := r.progress(deadline, applied)
+	if err != nil {
+		return r.rollback(ctx, err)
+	}
+	if err := r.finish(ctx); err != nil {
+		return Result{State: StateSucceeded, Timeline: r.w.v.tracker.Timeline()}, err
+	}
+	state := StateSucceeded
+	if !applied.Changed {
+		state = StateUnchanged
+	}
+	return Result{State: state, UpdatedNodes: int(r.w.v.pool.Status.UpdatedMachineCount), Rendered: rendered, Timeline: r.w.v.tracker.Timeline()}, nil
+}
+
+// apply writes kiln's MC (at most once) and the maxUnavailable override.
+// When the MC already names the image, this run resumes a previous one:
+// the image to roll back to comes from the MC's annotation.
+func (r *roller) apply(ctx context.Context, pool *mcfgv1.MachineConfigPool) (applyResult, error) {
+	if r.cfg.MaxUnavailable != nil || r.cfg.Canary > 0 {
+		v := r.cfg.MaxUnavailable
+		if r.cfg.Canary > 0 {
+			c := intstr.FromInt32(int32(r.cfg.Canary))
+			v = &c
+		}
+		if err := overrideMaxUnavailable(ctx, r.cfg.Client, pool, *v); err != nil {
+			return applyResult{}, err
+		}
+	}
+	res, err := applyImage(ctx, r.cfg.Client, pool, r.cfg.Image)
+	if err != nil {
+		return applyResult{}, errors.Join(err, restoreMaxUnavailable(ctx, r.cfg.Client, r.cfg.Pool))
+	}
+	r.prev = res
+	if !res.Changed {
+		mc := &mcfgv1.MachineConfig{}
+		if err := r.cfg.Client.Get(ctx, client.ObjectKey{Name: MachineConfigName(r.cfg.Pool)}, mc); err == nil {
+			prevImage, had := mc.Annotations[PreviousImageAnnot]
+			r.prev = applyResult{Existed: had, Previous: prevImage}
+		}
+	}
+	return res, nil
+}
+
+// progress waits for the canary (if any) and then the whole pool.
+func (r *roller) progress(ctx context.Context, applied applyResult) (string, error) {
+	var rendered string
+	if err := r.w.waitFor(ctx, "pool "+r.cfg.Pool+" to render the image", r.rendered(&rendered)); err != nil {
+		return "", err
+	}
+	if r.cfg.Canary > 0 {
+		if err := r.canary(ctx, rendered); err != nil {
+			return rendered, err
+		}
+	}
+	return rendered, r.w.waitFor(ctx, "pool "+r.cfg.Pool+" to update", r.poolUpdated(rendered))
+}
+
+// finish restores the maxUnavailable override and unpauses.
+func (r *roller) finish(ctx context.Context) error {
+	return errors.Join(
+		restoreMaxUnavailable(ctx, r.cfg.Client, r.cfg.Pool),
+		setPaused(ctx, r.cfg.Client, r.cfg.Pool, false),
+	)
+}
+
+// rollback restores the previous image, waits (bounded) for the pool to
+// settle, and returns the original failure with what was done about it.
+func (r *roller) rollback(ctx context.Context, cause error) (Result, error) {
+	res := Result{State: StateRolledBack, Timeline: r.w.v.tracker.Timeline()}
+	target := r.prev.Previous
+	if !r.prev.Existed {
+		target = "(payload default; kiln's MachineConfig deleted)"
+	}
+	if err := errors.Join(restore(ctx, r.cfg.Client, r.cfg.Pool, r.prev), r.finish(ctx)); err != nil {
+		return res, fmt.Errorf("rollout of %s to pool %s failed: %w; rollback failed: %v", r.cfg.Image, r.cfg.Pool, cause, err)
+	}
+	settle, cancel := context.WithTimeout(ctx, r.cfg.SettleTimeout)
+	defer cancel()
+	settleErr := r.w.waitFor(settle, "pool "+r.cfg.Pool+" to settle after rollback", r.settled)
+	res.Timeline = r.w.v.tracker.Timeline()
+	if settleErr != nil {
+		return res, fmt.Errorf("rollout of %s to pool %s failed: %w; rolled back to %s, but %v", r.cfg.Image, r.cfg.Pool, cause, target, settleErr)
+	}
+	return res, fmt.Errorf("rollout of %s to pool %s failed: %w; rolled back to %s", r.cfg.Image, r.cfg.Pool, cause, target)
+}
+
+// settled: the pool has moved off the failed rendered config and all its
+// machines are updated and none degraded.
+func (r *roller) settled(_ context.Context, v *view) (bool, error) {
+	p := v.pool
+	return p.Spec.Configuration.Name != "" &&
+		p.Status.Configuration.Name == p.Spec.Configuration.Name &&
+		p.Status.UpdatedMachineCount == p.Status.MachineCount &&
+		p.Status.DegradedMachineCount == 0 &&
+		!r.imageRendered(p.Spec.Configuration.Name), nil
+}
+
+func (r *roller) imageRendered(name string) bool {
+	mc := &mcfgv1.MachineConfig{}
+	if err := r.cfg.Client.Get(context.Background(), client.ObjectKey{Name: name}, mc); err != nil {
+		return false
+	}
+	return mc.Spec.OSImageURL == r.cfg.Image
+}
+
+// rendered waits until the pool's spec names a rendered config carrying
+// the image: MCO has merged kiln's MC.
+func (r *roller) rendered(out *string) condition {
+	return func(ctx context.Context, v *view) (bool, error) {
+		if err := degraded(v); err != nil {
+			return false, err
+		}
+		name := v.pool.Spec.Configuration.Name
+		if name == "" || !r.imageRendered(name) {
+			return false, nil
+		}
+		*out = name
+		return true, nil
+	}
+}
+
+// poolUpdated waits until every machine of the pool runs the rendered
+// config; a degraded pool or node fails the wait.
+func (r *roller) poolUpdated(rendered string) condition {
+	return func(_ context.Context, v *view) (bool, error) {
+		if err := degraded(v); err != nil {
+			return false, err
+		}
+		p := v.pool
+		poolDone := p.Status.Configuration.Name == rendered &&
+			p.Status.MachineCount > 0 &&
+			p.Status.UpdatedMachineCount == p.Status.MachineCount &&
+			conditionTrue(p, mcfgv1.MachineConfigPoolUpdated)
+		// The pool counts a node once MCO marks it Done; its
+		// MachineConfigNode says Updated a moment later, and that is the
+		// end of seed 004's cycle.
+		return poolDone && len(v.tracker.Nodes()) == int(p.Status.MachineCount) &&
+			allUpdated(v, nodeNames(v), rendered), nil
+	}
+}
+
+// degraded returns an error naming the node, condition and message when a
+// node or the pool is degraded.
+func degraded(v *view) error {
+	for _, mcn := range v.tracker.Nodes() {
+		if c, ok := nodeDegraded(mcn); ok {
+			return fmt.Errorf("node %s: %s: %s", mcn.Name, c.Type, c.Message)
+		}
+	}
+	for _, t := range []mcfgv1.MachineConfigPoolConditionType{mcfgv1.MachineConfigPoolNodeDegraded, mcfgv1.MachineConfigPoolRenderDegraded, mcfgv1.MachineConfigPoolDegraded} {
+		for _, c := range v.pool.Status.Conditions {
+			if c.Type == t && c.Status == "True" {
+				return fmt.Errorf("pool %s: %s: %s", v.pool.Name, c.Type, c.Message)
+			}
+		}
+	}
+	return nil
+}
+
+func conditionTrue(p *mcfgv1.MachineConfigPool, t mcfgv1.MachineConfigPoolConditionType) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == t {
+			return c.Status == "True"
+		}
+	}
+	return false
+}
+
+func nodeNames(v *view) []string {
+	var out []string
+	for _, mcn := range v.tracker.Nodes() {
+		out = append(out, mcn.Name)
+	}
+	return out
+}
