@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -23,7 +24,7 @@ var commands = []step.Command{
 	{Name: step.StageImageBuild, Summary: "build the layered OS image on the base image", New: func() step.Runner { return &osimage.BuildOptions{} }},
 	{Name: step.StageImageSign, Summary: "sign the image and attach SLSA provenance with cosign", New: func() step.Runner { return &signing.SignOptions{} }},
 	{Name: step.StageVerify, Summary: "verify the image against a containers policy.json", New: func() step.Runner { return &signing.VerifyOptions{} }},
-	{Name: step.StageRollout, Summary: "roll the image out to the pool through MCO", New: step.Pending(step.StageRollout, "#6")},
+	{Name: step.StageRollout, Summary: "roll the image out to the pool through MCO", New: func() step.Runner { return &rollout.StepOptions{} }},
 	{Name: step.StageBootImages, Summary: "update the MachineSets' boot images", New: step.Pending(step.StageBootImages, "#5")},
 	{Name: step.StageReport, Summary: "summarise the run: per-node table, events", New: step.Pending(step.StageReport, "#8")},
 }

@@ -2,7 +2,6 @@ package rollout_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/mcosim"
@@ -60,7 +60,7 @@ func newHarness(t *testing.T, stepDelay time.Duration) *harness {
 	h.kiln = c
 	var seen sync.Map
 	sim, err := mcosim.Start(context.Background(), mcosim.Options{
-		Client: k.Client, Renderer: testRenderer{}, StepDelay: stepDelay,
+		Client: k.Client, Renderer: mcosim.KilnRenderer{Defaults: render.Defaults{OSImageURL: payloadImage}}, StepDelay: stepDelay,
 		OnError: func(err error) {
 			// Conflicts are the stand-in racing the rollout; they retry.
 			if msg := err.Error(); !strings.Contains(msg, "the object has been modified") {
@@ -158,23 +158,6 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log("\n" + strings.TrimRight(string(p), "\n"))
 	return len(p), nil
-}
-
-// testRenderer names the rendered config after its inputs and takes the
-// last non-empty osImageURL — the two facts rollout depends on.
-type testRenderer struct{}
-
-func (testRenderer) Render(_ context.Context, pool *mcfgv1.MachineConfigPool, mcs []mcfgv1.MachineConfig) (*mcfgv1.MachineConfig, error) {
-	h := sha256.New()
-	out := &mcfgv1.MachineConfig{Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}}}
-	for _, mc := range mcs {
-		fmt.Fprintf(h, "%s=%s;", mc.Name, mc.Spec.OSImageURL)
-		if mc.Spec.OSImageURL != "" {
-			out.Spec.OSImageURL = mc.Spec.OSImageURL
-		}
-	}
-	out.Name = fmt.Sprintf("rendered-%s-%x", pool.Name, h.Sum(nil)[:16])
-	return out, nil
 }
 
 // maxConcurrent is the largest number of nodes updating at once according

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kiln-dev/kiln/pkg/render"
 )
 
 // renderPool plays MCO's render controller for one pool: it renders the
@@ -77,3 +79,28 @@ func mergeMaps(base, over map[string]string) map[string]string {
 	}
 	return out
 }
+
+// KilnRenderer renders with kiln's pkg/render, which follows MCO's rules.
+// MCO does not know kiln's kiln.dev/managed label, which pkg/render uses to
+// leave kiln's own osImageURL MachineConfig out of its input; the stand-in
+// plays MCO, so it hides the label from pkg/render.
+type KilnRenderer struct {
+	Defaults render.Defaults
+}
+
+// Render renders the pool's configs.
+func (k KilnRenderer) Render(ctx context.Context, pool *mcfgv1.MachineConfigPool, configs []mcfgv1.MachineConfig) (*mcfgv1.MachineConfig, error) {
+	in := make([]*mcfgv1.MachineConfig, len(configs))
+	for i := range configs {
+		mc := configs[i].DeepCopy()
+		delete(mc.Labels, managedLabel)
+		in[i] = mc
+	}
+	res, err := render.Render(ctx, render.Request{Pool: pool, Configs: in, Defaults: k.Defaults})
+	if err != nil {
+		return nil, err
+	}
+	return res.Config, nil
+}
+
+const managedLabel = "kiln.dev/managed"

@@ -1,0 +1,175 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+// StepOptions are the flags of `kiln-steps rollout`.
+type StepOptions struct {
+	step.Options
+	Kube     step.KubeOptions
+	Registry step.RegistryOptions
+
+	Image          string
+	MaxUnavailable string
+	Canary         int
+	Timeout        time.Duration
+	SettleTimeout  time.Duration
+	// PolicyKey is the cosign public key the policy requires.
+	PolicyKey string
+}
+
+// AddFlags registers the rollout flags.
+func (o *StepOptions) AddFlags(fs *pflag.FlagSet) {
+	o.Options.AddFlags(fs)
+	o.Kube.AddFlags(fs)
+	o.Registry.AddFlags(fs)
+	fs.StringVar(&o.Image, "image", "", "image to roll out, by digest (repo@sha256:…)")
+	fs.StringVar(&o.MaxUnavailable, "max-unavailable", "", "override the pool's maxUnavailable during the rollout (number or percent)")
+	fs.IntVar(&o.Canary, "canary", 0, "update this many nodes first, pause, check them, then continue")
+	fs.DurationVar(&o.Timeout, "timeout", time.Hour, "roll back when the pool has not updated by then")
+	fs.DurationVar(&o.SettleTimeout, "settle-timeout", 30*time.Minute, "how long to wait for the pool after a rollback")
+	fs.StringVar(&o.PolicyKey, "policy-key", "/etc/kiln/verify/cosign.pub", "cosign public key the signature policy requires")
+}
+
+// Run verifies the image and rolls it out: to the cluster, or with
+// --source dir:PATH as a manifest in the work folder (the GitOps change).
+func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	dir, err := o.Kube.SourceDir()
+	if err != nil {
+		return err
+	}
+	out, err := o.Workspace().Ensure(step.StageRollout)
+	if err != nil {
+		return err
+	}
+	v := PolicyVerifier{Remote: o.Registry, KeyPath: o.PolicyKey, OutDir: filepath.Join(out, "policy")}
+	var res Result
+	if dir != "" {
+		res, err = o.runLocal(ctx, dir, out, v)
+	} else {
+		res, err = o.runCluster(ctx, s, v)
+	}
+	if werr := o.report(out, res); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}
+
+func (o *StepOptions) runCluster(ctx context.Context, s step.Streams, v Verifier) (Result, error) {
+	c, err := o.Kube.Client()
+	if err != nil {
+		return Result{State: StateRefused}, err
+	}
+	rc := Config{Client: c, Pool: o.Pool, Image: o.Image, Canary: o.Canary, Timeout: o.Timeout,
+		SettleTimeout: o.SettleTimeout, Verifier: v, Out: s.Out}
+	if o.MaxUnavailable != "" {
+		mu := intstr.Parse(o.MaxUnavailable)
+		rc.MaxUnavailable = &mu
+	}
+	return Run(ctx, rc)
+}
+
+// runLocal is local mode: verify, then write kiln's MachineConfig for the
+// pool as YAML; applying it is the GitOps change.
+func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier) (Result, error) {
+	if !digestRef.MatchString(o.Image) {
+		return Result{State: StateRefused}, fmt.Errorf("rollout: image %q is not a digest reference (repo@sha256:<64 hex>)", o.Image)
+	}
+	if err := v.Verify(ctx, o.Image); err != nil {
+		return Result{State: StateRefused}, fmt.Errorf("refusing to roll out %s to pool %s: %w", o.Image, o.Pool, err)
+	}
+	objs, err := render.LoadDir(dir)
+	if err != nil {
+		return Result{State: StateRefused}, err
+	}
+	pool, err := objs.Pool(o.Pool)
+	if err != nil {
+		return Result{State: StateRefused}, err
+	}
+	role, err := roleOf(pool)
+	if err != nil {
+		return Result{State: StateRefused}, err
+	}
+	mc := desiredMC(MachineConfigName(o.Pool), role, o.Pool, o.Image, "")
+	mc.APIVersion, mc.Kind = mcfgv1.GroupVersion.String(), "MachineConfig"
+	b, err := yaml.Marshal(mc)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := os.WriteFile(filepath.Join(out, mc.Name+".yaml"), b, 0o644); err != nil {
+		return Result{}, fmt.Errorf("writing %s: %w", mc.Name, err)
+	}
+	return Result{State: StateWritten}, nil
+}
+
+// StateWritten: local mode wrote the MachineConfig manifest.
+const StateWritten = "Written"
+
+// report writes the timeline and the results.
+func (o *StepOptions) report(out string, res Result) error {
+	tl := res.Timeline
+	if tl == nil {
+		tl = []Event{}
+	}
+	b, err := json.MarshalIndent(tl, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "timeline.json"), b, 0o644); err != nil {
+		return fmt.Errorf("writing timeline: %w", err)
+	}
+	r := o.Results()
+	if res.State == "" {
+		res.State = "Failed"
+	}
+	if err := r.Set("ROLLOUT_STATE", res.State); err != nil {
+		return err
+	}
+	if err := r.Set("UPDATED_NODES", strconv.Itoa(res.UpdatedNodes)); err != nil {
+		return err
+	}
+	return r.Write()
+}
+
+// PolicyVerifier is the check CRI-O makes on the node, run before any
+// write: pkg/signing's containers/image policy with a sigstoreSigned
+// requirement for the image's repository.
+type PolicyVerifier struct {
+	Remote  step.RegistryOptions
+	KeyPath string
+	OutDir  string
+}
+
+// Verify evaluates the policy for image.
+func (p PolicyVerifier) Verify(ctx context.Context, image string) error {
+	r := osimage.RemoteFrom(p.Remote)
+	ref, err := r.ParseRef(image)
+	if err != nil {
+		return err
+	}
+	_, err = signing.VerifyPolicy(ctx, signing.PolicyInput{
+		Image: image, KeyPath: p.KeyPath, AuthFile: r.AuthFile,
+		Insecure: p.Remote.IsInsecure(ref.Context().RegistryStr()), OutDir: p.OutDir,
+	})
+	return err
+}
