@@ -20,7 +20,7 @@ const (
 
 	// ArchAnnotation carries the node labels the autoscaler expects, among
 	// them kubernetes.io/arch=<goarch>.
-	ArchAnnotation = "capacity.cluster-autoscaler.kubernetes.io/labels"
+	ArchAnnotation  = "capacity.cluster-autoscaler.kubernetes.io/labels"
 	archLabelPrefix = "kubernetes.io/arch="
 	// OSStreamLabel names the OS stream of a MachineSet (dual-stream RHEL).
 	OSStreamLabel = "machineconfiguration.openshift.io/osstream"

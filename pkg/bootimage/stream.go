@@ -51,7 +51,6 @@ type AzureImage struct {
 	Version   string `json:"version"`
 }
 
-
 // ParseStream decodes the ConfigMap's stream key. Every failure names the
 // ConfigMap and the key.
 func ParseStream(cm *corev1.ConfigMap) (*Stream, error) {

@@ -50,10 +50,10 @@ func azureSpec(img machinev1beta1.Image) *machinev1beta1.AzureMachineProviderSpe
 		UserDataSecret:    &corev1.SecretReference{Name: "worker-user-data", Namespace: MachineAPINamespace},
 		CredentialsSecret: &corev1.SecretReference{Name: "azure-cloud-credentials", Namespace: MachineAPINamespace},
 		Location:          "eastus", VMSize: "Standard_D4s_v3", Image: img,
-		OSDisk:            machinev1beta1.OSDisk{OSType: "Linux", DiskSizeGB: 128, ManagedDisk: machinev1beta1.OSDiskManagedDiskParameters{StorageAccountType: "Premium_LRS"}},
-		Subnet:            "ci-7xk2p-worker-subnet", Vnet: "ci-7xk2p-vnet", ResourceGroup: "ci-7xk2p-rg",
-		Zone:              "1", PublicIP: false, NetworkResourceGroup: "ci-7xk2p-rg",
-		Tags:              map[string]string{"kubernetes.io_cluster.ci-7xk2p": "owned"},
+		OSDisk: machinev1beta1.OSDisk{OSType: "Linux", DiskSizeGB: 128, ManagedDisk: machinev1beta1.OSDiskManagedDiskParameters{StorageAccountType: "Premium_LRS"}},
+		Subnet: "ci-7xk2p-worker-subnet", Vnet: "ci-7xk2p-vnet", ResourceGroup: "ci-7xk2p-rg",
+		Zone: "1", PublicIP: false, NetworkResourceGroup: "ci-7xk2p-rg",
+		Tags: map[string]string{"kubernetes.io_cluster.ci-7xk2p": "owned"},
 	}
 }
 
@@ -98,7 +98,11 @@ func TestUpdaters(t *testing.T) {
 			want: map[string]any{".ami.id": "ami-0f9e8d7c6b5a40312"}},
 		{name: "aws up to date", platform: configv1.AWSPlatformType, arch: "x86_64", spec: awsSpec("ami-0a1b2c3d4e5f60718", "us-east-1")},
 		{name: "aws without ami.id", platform: configv1.AWSPlatformType, arch: "x86_64",
-			spec: func() any { s := awsSpec("", "us-east-1"); s.AMI = machinev1beta1.AWSResourceReference{ARN: ptr("arn:aws:ec2:us-east-1::image/ami-1")}; return s }(),
+			spec: func() any {
+				s := awsSpec("", "us-east-1")
+				s.AMI = machinev1beta1.AWSResourceReference{ARN: ptr("arn:aws:ec2:us-east-1::image/ami-1")}
+				return s
+			}(),
 			wantSkip: "ami.id not set"},
 		{name: "aws missing region", platform: configv1.AWSPlatformType, arch: "x86_64", spec: awsSpec("ami-0123456789abcdef0", ""),
 			wantErr: "placement.region: empty"},
