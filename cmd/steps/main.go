@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kiln-dev/kiln/pkg/bootimage"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -20,7 +21,7 @@ var commands = []step.Command{
 	{Name: step.StageImageSign, Summary: "sign the image and attach SLSA provenance with cosign", New: step.Pending(step.StageImageSign, "#4")},
 	{Name: step.StageVerify, Summary: "verify the image against a containers policy.json", New: step.Pending(step.StageVerify, "#4")},
 	{Name: step.StageRollout, Summary: "roll the image out to the pool through MCO", New: step.Pending(step.StageRollout, "#6")},
-	{Name: step.StageBootImages, Summary: "update the MachineSets' boot images", New: step.Pending(step.StageBootImages, "#5")},
+	{Name: step.StageBootImages, Summary: "update the MachineSets' boot images", New: func() step.Runner { return &bootimage.Options{} }},
 	{Name: step.StageReport, Summary: "summarise the run: per-node table, events", New: step.Pending(step.StageReport, "#8")},
 }
 
