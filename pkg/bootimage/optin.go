@@ -109,17 +109,18 @@ func findManager(ms []operatorv1.MachineManager, r operatorv1.MachineManagerMach
 
 // Enrollment returns the label selector of the MachineSets opted in for the
 // given resource and API group, read from the effective status. No entry and
-// mode None select nothing.
+// mode None select nothing and return a nil selector: labels.Nothing() has
+// no wire form (it would list everything), so callers must not send it.
 func Enrollment(status operatorv1.ManagedBootImages, r operatorv1.MachineManagerMachineSetsResourceType, g operatorv1.MachineManagerMachineSetsAPIGroupType) (labels.Selector, error) {
 	m, ok := findManager(status.MachineManagers, r, g)
 	if !ok {
-		return labels.Nothing(), nil
+		return nil, nil
 	}
 	switch m.Selection.Mode {
 	case operatorv1.All:
 		return labels.Everything(), nil
 	case operatorv1.None:
-		return labels.Nothing(), nil
+		return nil, nil
 	case operatorv1.Partial:
 		if m.Selection.Partial == nil || m.Selection.Partial.MachineResourceSelector == nil {
 			return nil, fmt.Errorf("MachineConfiguration/cluster managedBootImages %s.%s: mode Partial without partial.machineResourceSelector", r, g)

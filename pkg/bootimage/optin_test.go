@@ -83,6 +83,12 @@ func TestEnrollment(t *testing.T) {
 			if err != nil {
 				return
 			}
+			if sel == nil {
+				if tc.east || tc.west {
+					t.Fatal("nil selector, want some selected")
+				}
+				return
+			}
 			if sel.Matches(east) != tc.east || sel.Matches(west) != tc.west {
 				t.Fatalf("%s: east %v west %v", sel, sel.Matches(east), sel.Matches(west))
 			}

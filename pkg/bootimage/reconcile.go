@@ -108,9 +108,11 @@ func (p *pass) run(ctx context.Context, mc *operatorv1.MachineConfiguration, st 
 	if err != nil {
 		return err
 	}
-	sets, err := p.Cluster.MachineSets(ctx, p.Namespace, sel)
-	if err != nil {
-		return err
+	var sets []machinev1beta1.MachineSet
+	if sel != nil {
+		if sets, err = p.Cluster.MachineSets(ctx, p.Namespace, sel); err != nil {
+			return err
+		}
 	}
 	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
 	p.report.Enrolled = len(sets)
@@ -268,11 +270,19 @@ func (p *pass) ensureStable(ctx context.Context) error {
 	var why string
 	check := func(ctx context.Context) (bool, error) {
 		var err error
-		if cm, err = p.Cluster.ConfigMap(ctx, MCONamespace, BootImagesConfigMap); err != nil {
-			return false, fmt.Errorf("reading boot images: %w", err)
+		cm, err = p.Cluster.ConfigMap(ctx, MCONamespace, BootImagesConfigMap)
+		if err == nil {
+			p.cv, err = p.Cluster.ClusterVersion(ctx)
 		}
-		if p.cv, err = p.Cluster.ClusterVersion(ctx); err != nil {
-			return false, fmt.Errorf("reading cluster version: %w", err)
+		var missing *NotFoundError
+		switch {
+		case errors.As(err, &missing):
+			return false, fmt.Errorf("reading boot images: %w", err)
+		case err != nil: // transient: keep polling; a real reason wins on timeout
+			if why == "" {
+				why = err.Error()
+			}
+			return false, nil
 		}
 		ok, reason := stable(cm, p.cv)
 		why = reason
