@@ -56,7 +56,9 @@ func TestBadInputCorpus(t *testing.T) {
 			setup:   func(t *testing.T) func() { return setStream(t, `{"stream": "rhcos-4.20"}`) },
 			wantErr: []string{`key "stream"`, "no architectures"}},
 		{name: "missing region",
-			ms:      func(t *testing.T) *machinev1beta1.MachineSet { return machineSet(t, "no-region", awsSpec("ami-0123456789abcdef0", "")) },
+			ms: func(t *testing.T) *machinev1beta1.MachineSet {
+				return machineSet(t, "no-region", awsSpec("ami-0123456789abcdef0", ""))
+			},
 			wantErr: []string{"MachineSet corpus-2/no-region", "placement.region: empty"}},
 		{name: "malformed providerSpec",
 			ms: func(t *testing.T) *machinev1beta1.MachineSet {
