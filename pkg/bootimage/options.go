@@ -95,6 +95,9 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 	if err := writeReport(filepath.Join(stageDir, "report.json"), rep); err != nil {
 		return err
 	}
+	if err := WriteMetrics(filepath.Join(stageDir, "metrics.prom"), rep, runErr != nil, rep.SkewEnforcement, float64(time.Now().Unix())); err != nil {
+		return err
+	}
 	res := o.Results()
 	_ = res.Set(ResultPatched, strconv.Itoa(len(rep.Patched)))
 	_ = res.Set(ResultSkipped, strconv.Itoa(len(rep.Skipped)))

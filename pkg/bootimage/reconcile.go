@@ -60,6 +60,8 @@ type Report struct {
 	Skipped        []Outcome `json:"skipped"`
 	Errors         []Outcome `json:"errors"`
 	StubsUpgraded  []string  `json:"stubsUpgraded"`
+	// SkewEnforcement is the cluster's skew enforcement mode, if known.
+	SkewEnforcement operatorv1.BootImageSkewEnforcementModeStatus `json:"skewEnforcement,omitempty"`
 }
 
 // pass is the state of one Run.
@@ -83,6 +85,7 @@ func (r *Reconciler) Run(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return p.report, fmt.Errorf("reading opt-in: %w", err)
 	}
+	p.report.SkewEnforcement = skewMode(mc)
 	st := newStatus(mc)
 	err = p.run(ctx, mc, st)
 	if serr := p.writeStatus(ctx, st.finish(p.report, err)); serr != nil {
