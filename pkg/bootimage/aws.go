@@ -33,7 +33,7 @@ func (AWS) Plan(in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("reading boot images for MachineSet %s/%s: %w", in.MachineSet.Namespace, in.MachineSet.Name, err)
 	}
-	plan := Plan{Spec: ps, Current: *spec.AMI.ID, Target: img.Image}
+	plan := Plan{Spec: ps, Current: *spec.AMI.ID, Target: img.Image, Release: img.Release}
 	if spec.UserDataSecret != nil {
 		plan.UserDataSecret = secretRef(in.MachineSet, "", spec.UserDataSecret.Name)
 	}

@@ -89,7 +89,7 @@ func (Azure) Plan(in Input) (Plan, error) {
 	if variant.paid {
 		target.Type = machinev1beta1.AzureImageTypeMarketplaceWithPlan
 	}
-	plan := Plan{Spec: ps, Current: azureURN(cur), Target: azureURN(target)}
+	plan := Plan{Spec: ps, Current: azureURN(cur), Target: azureURN(target), Release: img.Version}
 	if spec.UserDataSecret != nil {
 		plan.UserDataSecret = secretRef(in.MachineSet, spec.UserDataSecret.Namespace, spec.UserDataSecret.Name)
 	}

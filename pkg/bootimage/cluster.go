@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
 )
 
 // Cluster is where the stage reads its inputs and writes its changes: the
@@ -31,6 +33,10 @@ type Cluster interface {
 	UpdateSecret(ctx context.Context, s *corev1.Secret) error
 	// PatchMachineConfigurationStatus merge-patches the status subresource.
 	PatchMachineConfigurationStatus(ctx context.Context, mc *operatorv1.MachineConfiguration, patch []byte) error
+	// BootImageHistory reads a history; a missing one is a *NotFoundError.
+	BootImageHistory(ctx context.Context, namespace, name string) (*mcfgv1alpha1.BootImageHistory, error)
+	// SaveBootImageHistory creates h (no resourceVersion) or updates it.
+	SaveBootImageHistory(ctx context.Context, h *mcfgv1alpha1.BootImageHistory) error
 }
 
 // Kube is a Cluster on the API server.
@@ -96,6 +102,20 @@ func (k Kube) UpdateSecret(ctx context.Context, s *corev1.Secret) error {
 // PatchMachineConfigurationStatus implements Cluster.
 func (k Kube) PatchMachineConfigurationStatus(ctx context.Context, mc *operatorv1.MachineConfiguration, patch []byte) error {
 	return k.Client.Status().Patch(ctx, mc, client.RawPatch(types.MergePatchType, patch))
+}
+
+// BootImageHistory implements Cluster.
+func (k Kube) BootImageHistory(ctx context.Context, ns, name string) (*mcfgv1alpha1.BootImageHistory, error) {
+	o := &mcfgv1alpha1.BootImageHistory{}
+	return o, get(ctx, k.Client, ns, name, o)
+}
+
+// SaveBootImageHistory implements Cluster.
+func (k Kube) SaveBootImageHistory(ctx context.Context, h *mcfgv1alpha1.BootImageHistory) error {
+	if h.ResourceVersion == "" {
+		return k.Client.Create(ctx, h)
+	}
+	return k.Client.Update(ctx, h)
 }
 
 func get(ctx context.Context, c client.Client, ns, name string, o client.Object) error {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-dev/kiln/pkg/apis"
+	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
 )
 
 // Dir is a Cluster on a folder of manifests (local/GitOps mode). Reads come
@@ -220,6 +221,19 @@ func (d *Dir) write(sub, name string, o any) error {
 		mode = 0o600
 	}
 	return os.WriteFile(filepath.Join(dir, name+".yaml"), b, mode)
+}
+
+// BootImageHistory implements Cluster.
+func (d *Dir) BootImageHistory(_ context.Context, ns, name string) (*mcfgv1alpha1.BootImageHistory, error) {
+	return lookup[*mcfgv1alpha1.BootImageHistory](d, "BootImageHistory", ns, name)
+}
+
+// SaveBootImageHistory implements Cluster.
+func (d *Dir) SaveBootImageHistory(_ context.Context, h *mcfgv1alpha1.BootImageHistory) error {
+	h = h.DeepCopy()
+	h.APIVersion, h.Kind = mcfgv1alpha1.GroupVersion.String(), "BootImageHistory"
+	d.objs["BootImageHistory/"+h.Namespace+"/"+h.Name] = h
+	return d.write("bootimagehistories", h.Namespace+"_"+h.Name, h)
 }
 
 // mergePatch applies an RFC 7386 JSON merge patch.

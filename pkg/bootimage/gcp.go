@@ -31,7 +31,7 @@ func (GCP) Plan(in Input) (Plan, error) {
 		return Plan{}, fmt.Errorf("reading boot images: stream %s has no GCP image (project and name)", in.Stream.FormatPrefix(in.Arch))
 	}
 	target := fmt.Sprintf("projects/%s/global/images/%s", img.Project, img.Name)
-	plan := Plan{Spec: ps, Target: target}
+	plan := Plan{Spec: ps, Target: target, Release: img.Release}
 	if spec.UserDataSecret != nil {
 		plan.UserDataSecret = secretRef(in.MachineSet, "", spec.UserDataSecret.Name)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
 )
 
 const (
@@ -112,6 +115,11 @@ func TestFleetOnAPIServer(t *testing.T) {
 		before[ms.Name] = ms
 	}
 
+	cm := &corev1.ConfigMap{}
+	if err := tc.kube.Client.Get(ctx, client.ObjectKey{Namespace: MCONamespace, Name: BootImagesConfigMap}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cmGen, _ := strconv.ParseInt(cm.ResourceVersion, 10, 64)
 	tc.counter.reset()
 	var log strings.Builder
 	r := tc.reconciler(ns)
@@ -174,6 +182,13 @@ func TestFleetOnAPIServer(t *testing.T) {
 			}
 			if ms.Annotations[HotLoopAnnotation] == "" {
 				t.Errorf("%s: no hot-loop record", ms.Name)
+			}
+			h := &mcfgv1alpha1.BootImageHistory{}
+			if err := tc.kube.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ms.Name + "-mapi-machineset"}, h); err != nil {
+				t.Errorf("%s: history: %v", ms.Name, err)
+			} else if d := h.Status.Details; len(d) != 1 || d[0].BootImageVersion != "9.6.20261001-0" || d[0].BootImage != want || d[0].ConfigMapGeneration != cmGen ||
+				h.Spec.MachineResourceReference != (mcfgv1alpha1.MachineResourceReference{Name: ms.Name, Resource: "MachineSet", APIGroup: "machine.openshift.io"}) {
+				t.Errorf("%s: history %+v", ms.Name, h)
 			}
 		default:
 			if ms.ResourceVersion != old.ResourceVersion {

@@ -38,6 +38,8 @@ type Reconciler struct {
 	VSphereTemplates map[string]string
 	// Log receives one line per event (never user-data).
 	Log io.Writer
+	// NoHistory turns BootImageHistory records off.
+	NoHistory bool
 	// Now stamps annotations; time.Now when nil.
 	Now func() time.Time
 }
@@ -226,6 +228,11 @@ func (p *pass) decideAndPatch(ctx context.Context, ms *machinev1beta1.MachineSet
 		return fmt.Errorf("patching MachineSet %s/%s: %w", ms.Namespace, ms.Name, err)
 	}
 	p.report.Patched = append(p.report.Patched, Outcome{Name: ms.Name, From: plan.Current, To: plan.Target})
+	if !p.NoHistory {
+		if err := p.recordHistory(ctx, ms, plan); err != nil {
+			return err
+		}
+	}
 	p.logf("MachineSet %s: boot image %s → %s", ms.Name, plan.Current, plan.Target)
 	return nil
 }

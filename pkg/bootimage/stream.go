@@ -3,6 +3,7 @@ package bootimage
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/coreos/stream-metadata-go/stream"
@@ -22,7 +23,9 @@ type Stream struct {
 	ReleaseVersion string
 	// MCOStamp is the MCO release version stamp, "" when not stamped yet.
 	MCOStamp string
-	// Generation is the ConfigMap's metadata.generation (history entries).
+	// Generation identifies the ConfigMap's content for history entries:
+	// metadata.generation, which the apiserver leaves at 0 for ConfigMaps,
+	// so in practice the (numeric, etcd) resourceVersion.
 	Generation int64
 }
 
@@ -80,6 +83,9 @@ func ParseStream(cm *corev1.ConfigMap) (*Stream, error) {
 	}
 	out := &Stream{Stream: st, Azure: map[string]*AzureMarketplace{},
 		ReleaseVersion: cm.Data[ReleaseVersionKey], MCOStamp: cm.Data[MCOReleaseVersionKey], Generation: cm.Generation}
+	if out.Generation == 0 {
+		out.Generation, _ = strconv.ParseInt(cm.ResourceVersion, 10, 64)
+	}
 	for arch, a := range ext.Architectures {
 		if a.Ext != nil && a.Ext.Marketplace != nil && a.Ext.Marketplace.Azure != nil {
 			out.Azure[arch] = a.Ext.Marketplace.Azure

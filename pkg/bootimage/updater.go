@@ -26,6 +26,8 @@ type Plan struct {
 	Skip string
 	// Current and Target name the boot image before and after, for the report.
 	Current, Target string
+	// Release is the RHCOS release of Target (BootImageHistory).
+	Release string
 	// UserDataSecret is the stub Ignition Secret the MachineSet boots with.
 	UserDataSecret SecretRef
 	// Spec is the decoded providerSpec the edits apply to.

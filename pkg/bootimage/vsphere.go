@@ -52,7 +52,7 @@ func (VSphere) Plan(in Input) (Plan, error) {
 			target = path.Join(dir, target)
 		}
 	}
-	plan := Plan{Spec: ps, Current: spec.Template, Target: target}
+	plan := Plan{Spec: ps, Current: spec.Template, Target: target, Release: release}
 	if spec.UserDataSecret != nil {
 		plan.UserDataSecret = secretRef(in.MachineSet, "", spec.UserDataSecret.Name)
 	}
