@@ -47,15 +47,17 @@ func WriteMetrics(path string, rep *Report, failed bool, skew operatorv1.BootIma
 	return nil
 }
 
-// skewMode is the cluster's skew enforcement mode: the status the operator
-// computed, else the admin's spec. (Served by the TechPreview/CustomNoUpgrade
-// MachineConfiguration CRD only; the Default CRD prunes both.)
+// skewMode is the cluster's skew enforcement mode: the admin's spec wins
+// (as in MCO's operator, which derives the status from it), else the status
+// the operator computed from platform defaults. Served by the
+// TechPreview/CustomNoUpgrade MachineConfiguration CRD only; the Default CRD
+// prunes both fields, and the mode is then unknown ("").
 func skewMode(mc *operatorv1.MachineConfiguration) operatorv1.BootImageSkewEnforcementModeStatus {
-	if m := mc.Status.BootImageSkewEnforcementStatus.Mode; m != "" {
-		return m
-	}
-	if mc.Spec.BootImageSkewEnforcement.Mode == operatorv1.BootImageSkewEnforcementConfigModeNone {
+	switch mc.Spec.BootImageSkewEnforcement.Mode {
+	case operatorv1.BootImageSkewEnforcementConfigModeNone:
 		return operatorv1.BootImageSkewEnforcementModeStatusNone
+	case operatorv1.BootImageSkewEnforcementConfigModeManual:
+		return operatorv1.BootImageSkewEnforcementModeStatusManual
 	}
-	return ""
+	return mc.Status.BootImageSkewEnforcementStatus.Mode
 }

@@ -87,7 +87,11 @@ func TestSkewMode(t *testing.T) {
 		t.Error("spec None")
 	}
 	mc.Status.BootImageSkewEnforcementStatus.Mode = operatorv1.BootImageSkewEnforcementModeStatusAutomatic
+	if skewMode(mc) != operatorv1.BootImageSkewEnforcementModeStatusNone {
+		t.Error("spec wins")
+	}
+	mc.Spec.BootImageSkewEnforcement.Mode = ""
 	if skewMode(mc) != operatorv1.BootImageSkewEnforcementModeStatusAutomatic {
-		t.Error("status wins")
+		t.Error("status without spec")
 	}
 }

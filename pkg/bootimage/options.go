@@ -12,6 +12,7 @@ import (
 
 	"github.com/coreos/stream-metadata-go/arch"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +44,10 @@ type Options struct {
 	VSphereTemplates string
 	// Output is where local mode writes the changed manifests.
 	Output string
+	// SkewLimits are the oldest boot images the release accepts.
+	SkewLimits SkewLimits
+	// NoHistory turns BootImageHistory records off.
+	NoHistory bool
 }
 
 // AddFlags implements step.Runner.
@@ -54,6 +59,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.DefaultArch, "default-arch", arch.CurrentRpmArch(), "stream architecture of MachineSets without the autoscaler arch annotation")
 	fs.StringVar(&o.DefaultOptIn, "default-opt-in", "platform", `opt-in when the admin has none: "platform" (the platform's default), "true" or "false"`)
 	fs.StringVar(&o.VSphereTemplates, "vsphere-templates", "", "ConfigMap namespace/name mapping stream releases to vSphere template names")
+	fs.StringVar(&o.SkewLimits.OCP, "skew-limit-ocp", DefaultSkewLimits.OCP, "oldest OCP version boot images may come from (skew enforcement)")
+	fs.StringVar(&o.SkewLimits.RHCOS, "skew-limit-rhcos", DefaultSkewLimits.RHCOS, "oldest RHEL major.minor of RHCOS boot images (skew enforcement)")
+	fs.BoolVar(&o.NoHistory, "no-history", false, "do not record BootImageHistory objects")
 	fs.StringVar(&o.Output, "output", "", "local mode: folder for the changed manifests (default <work>/bootimages/manifests)")
 }
 
@@ -85,7 +93,12 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 	}
 	progress := step.NewProgress(s.Out, step.StageBootImages)
 	r := &Reconciler{Cluster: cluster, Namespace: o.Namespace, DefaultArch: o.DefaultArch, DefaultOptIn: optIn,
-		StableTimeout: o.StableTimeout, Log: progressWriter{progress}}
+		StableTimeout: o.StableTimeout, Log: progressWriter{progress}, SkewLimits: o.SkewLimits, NoHistory: o.NoHistory}
+	for flag, v := range map[string]string{"--skew-limit-ocp": o.SkewLimits.OCP, "--skew-limit-rhcos": o.SkewLimits.RHCOS} {
+		if _, err := version.ParseGeneric(v); err != nil {
+			return &step.UsageError{Err: fmt.Errorf("%s %q: %w", flag, v, err)}
+		}
+	}
 	if o.VSphereTemplates != "" {
 		if r.VSphereTemplates, err = o.templates(ctx, cluster); err != nil {
 			return err

@@ -38,6 +38,8 @@ type Reconciler struct {
 	VSphereTemplates map[string]string
 	// Log receives one line per event (never user-data).
 	Log io.Writer
+	// SkewLimits are the oldest acceptable boot images (zero: defaults).
+	SkewLimits SkewLimits
 	// NoHistory turns BootImageHistory records off.
 	NoHistory bool
 	// Now stamps annotations; time.Now when nil.
@@ -64,6 +66,8 @@ type Report struct {
 	StubsUpgraded  []string  `json:"stubsUpgraded"`
 	// SkewEnforcement is the cluster's skew enforcement mode, if known.
 	SkewEnforcement operatorv1.BootImageSkewEnforcementModeStatus `json:"skewEnforcement,omitempty"`
+	// Skew is the outcome of skew enforcement.
+	Skew *Skew `json:"skew,omitempty"`
 }
 
 // pass is the state of one Run.
@@ -90,7 +94,9 @@ func (r *Reconciler) Run(ctx context.Context) (*Report, error) {
 	p.report.SkewEnforcement = skewMode(mc)
 	st := newStatus(mc)
 	err = p.run(ctx, mc, st)
-	if serr := p.writeStatus(ctx, st.finish(p.report, err)); serr != nil {
+	st.finish(p.report, err)
+	p.skew(mc, st, err != nil)
+	if serr := p.writeStatus(ctx, st); serr != nil {
 		err = errors.Join(err, serr)
 	}
 	return p.report, err
@@ -154,6 +160,27 @@ func (p *pass) run(ctx context.Context, mc *operatorv1.MachineConfiguration, st 
 		return fmt.Errorf("%d of %d MachineSets failed: %s", n, len(sets), p.report.Errors[0].Reason)
 	}
 	return nil
+}
+
+// skew evaluates skew enforcement and adds its condition and record to st.
+func (p *pass) skew(mc *operatorv1.MachineConfiguration, st *status, failed bool) {
+	limits := p.SkewLimits
+	if limits == (SkewLimits{}) {
+		limits = DefaultSkewLimits
+	}
+	release := ""
+	if p.stream != nil {
+		release = p.stream.ReleaseVersion
+	}
+	s := evaluateSkew(mc, p.report, failed, release, p.cv, limits)
+	if s.Mode == "" {
+		return
+	}
+	p.report.Skew = &s
+	st.automatic = s.Automatic
+	if c := upgradeableCondition(s); c != nil {
+		st.conditions = append(st.conditions, *c)
+	}
 }
 
 // clusterError stops the whole pass: nothing after it may be patched.

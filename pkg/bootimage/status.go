@@ -19,6 +19,8 @@ type status struct {
 	managed    operatorv1.ManagedBootImages
 	total      int
 	conditions []metav1.Condition
+	// automatic, when set, is the new skew enforcement record.
+	automatic *operatorv1.ClusterBootImageAutomatic
 }
 
 func newStatus(mc *operatorv1.MachineConfiguration) *status {
@@ -84,12 +86,18 @@ func (p *pass) writeStatus(ctx context.Context, s *status) error {
 		if managed.MachineManagers == nil {
 			managed = mc.Status.ManagedBootImagesStatus
 		}
-		if equality.Semantic.DeepEqual(conds, mc.Status.Conditions) && equality.Semantic.DeepEqual(managed, mc.Status.ManagedBootImagesStatus) {
+		body := map[string]any{"managedBootImagesStatus": managed, "conditions": conds}
+		skewChanged := false
+		if s.automatic != nil && *s.automatic != mc.Status.BootImageSkewEnforcementStatus.Automatic {
+			skewChanged = true
+			body["bootImageSkewEnforcementStatus"] = map[string]any{"automatic": s.automatic}
+		}
+		if !skewChanged && equality.Semantic.DeepEqual(conds, mc.Status.Conditions) && equality.Semantic.DeepEqual(managed, mc.Status.ManagedBootImagesStatus) {
 			return nil
 		}
 		patch, err := json.Marshal(map[string]any{
 			"metadata": map[string]any{"resourceVersion": mc.ResourceVersion},
-			"status":   map[string]any{"managedBootImagesStatus": managed, "conditions": conds},
+			"status":   body,
 		})
 		if err != nil {
 			return err
