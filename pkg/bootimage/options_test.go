@@ -177,4 +177,23 @@ func TestStepOnAPIServer(t *testing.T) {
 	if !strings.Contains(out, "[bootimages] MachineSet stale-0: boot image") {
 		t.Errorf("progress output:\n%s", out)
 	}
+	// The legacy stub was converted; none of its content may leak into the
+	// step's output, report, results or metrics.
+	leaks := []string{"c2VjcmV0LWNh", "api-int.ci.example", "secret-ca"}
+	files, _ := filepath.Glob(filepath.Join(work, "*", "*"))
+	texts := map[string]string{"stdout": out}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		texts[f] = string(b)
+	}
+	for name, text := range texts {
+		for _, l := range leaks {
+			if strings.Contains(text, l) {
+				t.Errorf("%s contains user-data (%q)", name, l)
+			}
+		}
+	}
+	if len(files) < 4 {
+		t.Errorf("scanned only %v", files)
+	}
 }
