@@ -31,7 +31,9 @@ func (AWS) Plan(in Input) (Plan, error) {
 	}
 	img, err := in.Stream.GetAwsRegionImage(in.Arch, region)
 	if err != nil {
-		return Plan{}, fmt.Errorf("reading boot images for MachineSet %s/%s: %w", in.MachineSet.Namespace, in.MachineSet.Name, err)
+		// As in MCO: regions the stream does not publish to (e.g. partitions
+		// with copied AMIs) are left alone, not degraded.
+		return Plan{Skip: fmt.Sprintf("stream has no AMI for region %s (%v)", region, err)}, nil
 	}
 	plan := Plan{Spec: ps, Current: *spec.AMI.ID, Target: img.Image, Release: img.Release}
 	if spec.UserDataSecret != nil {

@@ -329,10 +329,14 @@ func (p *pass) ensureStable(ctx context.Context) error {
 	if interval <= 0 {
 		interval = 5 * time.Second
 	}
-	err := wait.PollUntilContextTimeout(ctx, interval, p.StableTimeout, true, check)
+	timeout := p.StableTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, check)
 	if err != nil {
 		if why != "" && wait.Interrupted(err) {
-			return fmt.Errorf("waiting %s for a stable cluster: %s", p.StableTimeout, why)
+			return fmt.Errorf("waiting %s for a stable cluster: %s", timeout, why)
 		}
 		return err
 	}
