@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/coreos/stream-metadata-go/arch"
+	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kiln-dev/kiln/pkg/apis"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -92,6 +94,9 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	progress := step.NewProgress(s.Out, step.StageBootImages)
+	// controller-runtime's client logs the apiserver's warnings; show them
+	// as progress lines instead of losing them.
+	ctrllog.SetLogger(funcr.New(func(_, args string) { progress.Printf("apiserver: %s", args) }, funcr.Options{}))
 	r := &Reconciler{Cluster: cluster, Namespace: o.Namespace, DefaultArch: o.DefaultArch, DefaultOptIn: optIn,
 		StableTimeout: o.StableTimeout, Log: progressWriter{progress}, SkewLimits: o.SkewLimits, NoHistory: o.NoHistory}
 	for flag, v := range map[string]string{"--skew-limit-ocp": o.SkewLimits.OCP, "--skew-limit-rhcos": o.SkewLimits.RHCOS} {
