@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kiln-dev/kiln/pkg/bootimage"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/render"
@@ -25,7 +26,7 @@ var commands = []step.Command{
 	{Name: step.StageImageSign, Summary: "sign the image and attach SLSA provenance with cosign", New: func() step.Runner { return &signing.SignOptions{} }},
 	{Name: step.StageVerify, Summary: "verify the image against a containers policy.json", New: func() step.Runner { return &signing.VerifyOptions{} }},
 	{Name: step.StageRollout, Summary: "roll the image out to the pool through MCO", New: func() step.Runner { return &rollout.StepOptions{} }},
-	{Name: step.StageBootImages, Summary: "update the MachineSets' boot images", New: step.Pending(step.StageBootImages, "#5")},
+	{Name: step.StageBootImages, Summary: "update the MachineSets' boot images", New: func() step.Runner { return &bootimage.Options{} }},
 	{Name: step.StageReport, Summary: "summarise the run: per-node table, events", New: step.Pending(step.StageReport, "#8")},
 }
 

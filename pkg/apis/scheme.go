@@ -1,5 +1,6 @@
 // Package apis assembles the scheme kiln's clients use: Kubernetes core,
-// the OpenShift APIs kiln reads and writes, Tekton v1 and ModuleDay0.
+// the OpenShift APIs kiln reads and writes, Tekton v1, ModuleDay0 and
+// BootImageHistory.
 package apis
 
 import (
@@ -13,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
 )
 
 var adders = []func(*runtime.Scheme) error{
@@ -24,6 +26,7 @@ var adders = []func(*runtime.Scheme) error{
 	operatorv1.Install,
 	tektonv1.AddToScheme,
 	kmmv1beta1.AddToScheme,
+	mcfgv1alpha1.AddToScheme,
 }
 
 // NewScheme returns a fresh scheme with every type kiln uses.

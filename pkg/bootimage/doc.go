@@ -1,5 +1,15 @@
-// Package bootimage updates MachineSets' boot images as MCO's boot-image
-// controller does, plus Cluster API MachineSets and boot image history.
+// Package bootimage is kiln's MachineSet boot image controller (MSBIC, seed
+// 000): it keeps the boot image reference in every opted-in Machine API
+// MachineSet equal to the coreos-bootimages stream of the running release,
+// and upgrades stub Ignition user-data to spec 3.
 //
-// It lands with issue #5; DESIGN §2 and §6 define its contract.
+// It follows MCO's pkg/controller/bootimage in behaviour, not in code. MCO
+// runs it as a long-lived informer-driven controller; kiln runs it as a
+// one-shot pipeline stage (kiln-steps bootimages), so state MCO keeps in
+// memory (the hot-loop counter) lives in an annotation here. Every other
+// difference is noted where it happens and listed in README.md.
+//
+// Tiers, in the manner of go-containerregistry: Updater (one small type per
+// platform, pure functions of providerSpec + stream) → Reconciler (guards,
+// patches, conditions, over a Cluster) → Options (the step's flags).
 package bootimage

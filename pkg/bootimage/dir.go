@@ -1,0 +1,270 @@
+package bootimage
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kiln-dev/kiln/pkg/apis"
+	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
+)
+
+// Dir is a Cluster on a folder of manifests (local/GitOps mode). Reads come
+// from the folder; every write goes to Output as the full changed object,
+// one file each, so the output folder is the GitOps change. The source
+// folder is never modified.
+type Dir struct {
+	Output string
+	objs   map[string]runtime.Object // kind/namespace/name
+}
+
+var _ Cluster = (*Dir)(nil)
+
+// LoadDir reads every .yaml, .yml and .json file under root (multi-document
+// YAML included). Unknown kinds are ignored; undecodable known ones fail.
+func LoadDir(root, output string) (*Dir, error) {
+	scheme, err := apis.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	dec := serializer.NewCodecFactory(scheme).UniversalDeserializer()
+	d := &Dir{Output: output, objs: map[string]runtime.Object{}}
+	err = filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		switch strings.ToLower(filepath.Ext(path)) {
+		case ".yaml", ".yml", ".json":
+		default:
+			return nil
+		}
+		return d.loadFile(path, dec)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading manifests in %s: %w", root, err)
+	}
+	return d, nil
+}
+
+func (d *Dir) loadFile(path string, dec runtime.Decoder) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := utilyaml.NewYAMLReader(bufioReader(f))
+	for i := 0; ; i++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, gvk, err := dec.Decode(doc, nil, nil)
+		if err != nil {
+			if runtime.IsNotRegisteredError(err) || runtime.IsMissingKind(err) {
+				continue
+			}
+			return fmt.Errorf("%s document %d: %w", path, i, err)
+		}
+		m, ok := obj.(interface {
+			GetNamespace() string
+			GetName() string
+		})
+		if !ok {
+			continue
+		}
+		d.objs[gvk.Kind+"/"+m.GetNamespace()+"/"+m.GetName()] = obj
+	}
+}
+
+func lookup[T runtime.Object](d *Dir, kind, ns, name string) (T, error) {
+	var zero T
+	o, ok := d.objs[kind+"/"+ns+"/"+name]
+	if !ok {
+		return zero, &NotFoundError{Kind: kind, Namespace: ns, Name: name}
+	}
+	t, ok := o.(T)
+	if !ok {
+		return zero, fmt.Errorf("%s %s/%s: unexpected type %T", kind, ns, name, o)
+	}
+	return t.DeepCopyObject().(T), nil
+}
+
+// MachineConfiguration implements Cluster.
+func (d *Dir) MachineConfiguration(context.Context) (*operatorv1.MachineConfiguration, error) {
+	return lookup[*operatorv1.MachineConfiguration](d, "MachineConfiguration", "", MachineConfigurationName)
+}
+
+// Infrastructure implements Cluster.
+func (d *Dir) Infrastructure(context.Context) (*configv1.Infrastructure, error) {
+	return lookup[*configv1.Infrastructure](d, "Infrastructure", "", "cluster")
+}
+
+// ClusterVersion implements Cluster.
+func (d *Dir) ClusterVersion(context.Context) (*configv1.ClusterVersion, error) {
+	return lookup[*configv1.ClusterVersion](d, "ClusterVersion", "", "version")
+}
+
+// ConfigMap implements Cluster.
+func (d *Dir) ConfigMap(_ context.Context, ns, name string) (*corev1.ConfigMap, error) {
+	return lookup[*corev1.ConfigMap](d, "ConfigMap", ns, name)
+}
+
+// MachineSets implements Cluster.
+func (d *Dir) MachineSets(_ context.Context, ns string, sel labels.Selector) ([]machinev1beta1.MachineSet, error) {
+	var out []machinev1beta1.MachineSet
+	for _, o := range d.objs {
+		if ms, ok := o.(*machinev1beta1.MachineSet); ok && ms.Namespace == ns && sel.Matches(labels.Set(ms.Labels)) {
+			out = append(out, *ms.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+// MachineSet implements Cluster.
+func (d *Dir) MachineSet(_ context.Context, ns, name string) (*machinev1beta1.MachineSet, error) {
+	return lookup[*machinev1beta1.MachineSet](d, "MachineSet", ns, name)
+}
+
+// Secret implements Cluster.
+func (d *Dir) Secret(_ context.Context, ns, name string) (*corev1.Secret, error) {
+	return lookup[*corev1.Secret](d, "Secret", ns, name)
+}
+
+// PatchMachineSet implements Cluster: the merge patch is applied to the
+// manifest and the result written to Output.
+func (d *Dir) PatchMachineSet(_ context.Context, ms *machinev1beta1.MachineSet, patch []byte) error {
+	cur, err := lookup[*machinev1beta1.MachineSet](d, "MachineSet", ms.Namespace, ms.Name)
+	if err != nil {
+		return err
+	}
+	doc, err := json.Marshal(cur)
+	if err != nil {
+		return err
+	}
+	merged, err := mergePatch(doc, patch)
+	if err != nil {
+		return fmt.Errorf("applying patch to MachineSet %s/%s: %w", ms.Namespace, ms.Name, err)
+	}
+	next := &machinev1beta1.MachineSet{}
+	if err := json.Unmarshal(merged, next); err != nil {
+		return err
+	}
+	next.ResourceVersion = cur.ResourceVersion // local files carry no server state
+	next.APIVersion, next.Kind = "machine.openshift.io/v1beta1", "MachineSet"
+	d.objs["MachineSet/"+next.Namespace+"/"+next.Name] = next
+	*ms = *next.DeepCopy()
+	return d.write("machinesets", next.Namespace+"_"+next.Name, next)
+}
+
+// UpdateSecret implements Cluster.
+func (d *Dir) UpdateSecret(_ context.Context, s *corev1.Secret) error {
+	s = s.DeepCopy()
+	s.APIVersion, s.Kind = "v1", "Secret"
+	d.objs["Secret/"+s.Namespace+"/"+s.Name] = s
+	return d.write("secrets", s.Namespace+"_"+s.Name, s)
+}
+
+// PatchMachineConfigurationStatus implements Cluster.
+func (d *Dir) PatchMachineConfigurationStatus(_ context.Context, mc *operatorv1.MachineConfiguration, patch []byte) error {
+	doc, err := json.Marshal(mc)
+	if err != nil {
+		return err
+	}
+	merged, err := mergePatch(doc, patch)
+	if err != nil {
+		return err
+	}
+	next := &operatorv1.MachineConfiguration{}
+	if err := json.Unmarshal(merged, next); err != nil {
+		return err
+	}
+	next.APIVersion, next.Kind = "operator.openshift.io/v1", "MachineConfiguration"
+	d.objs["MachineConfiguration//"+next.Name] = next
+	return d.write("", "machineconfiguration_"+next.Name, next)
+}
+
+func (d *Dir) write(sub, name string, o any) error {
+	dir := filepath.Join(d.Output, sub)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("writing %s: %w", name, err)
+	}
+	b, err := yaml.Marshal(o)
+	if err != nil {
+		return err
+	}
+	mode := os.FileMode(0o644)
+	if sub == "secrets" {
+		mode = 0o600
+	}
+	return os.WriteFile(filepath.Join(dir, name+".yaml"), b, mode)
+}
+
+// BootImageHistory implements Cluster.
+func (d *Dir) BootImageHistory(_ context.Context, ns, name string) (*mcfgv1alpha1.BootImageHistory, error) {
+	return lookup[*mcfgv1alpha1.BootImageHistory](d, "BootImageHistory", ns, name)
+}
+
+// SaveBootImageHistory implements Cluster.
+func (d *Dir) SaveBootImageHistory(_ context.Context, h *mcfgv1alpha1.BootImageHistory) error {
+	h = h.DeepCopy()
+	h.APIVersion, h.Kind = mcfgv1alpha1.GroupVersion.String(), "BootImageHistory"
+	d.objs["BootImageHistory/"+h.Namespace+"/"+h.Name] = h
+	return d.write("bootimagehistories", h.Namespace+"_"+h.Name, h)
+}
+
+// mergePatch applies an RFC 7386 JSON merge patch.
+func mergePatch(doc, patch []byte) ([]byte, error) {
+	var d, p any
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(patch, &p); err != nil {
+		return nil, err
+	}
+	return json.Marshal(mergeValue(d, p))
+}
+
+func mergeValue(doc, patch any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	dm, ok := doc.(map[string]any)
+	if !ok {
+		dm = map[string]any{}
+	}
+	for k, v := range pm {
+		if v == nil {
+			delete(dm, k)
+			continue
+		}
+		dm[k] = mergeValue(dm[k], v)
+	}
+	return dm
+}
+
+func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }

@@ -1,0 +1,95 @@
+package bootimage
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/coreos/stream-metadata-go/arch"
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+)
+
+// Skip reasons of the per-MachineSet guards, in the order they are checked.
+const (
+	ReasonOwned    = "has an ownerReference"
+	ReasonOSStream = "osstream label is not " + SupportedOSStream
+	ReasonWindows  = "Windows MachineSet"
+	ReasonNoArch   = "no architecture annotation on a multi-arch cluster"
+)
+
+// ownershipGuard skips MachineSets another controller owns (Hive,
+// MachineDeployments, ArgoCD apps…): patching them would thrash. Like MCO,
+// any ownerReference counts.
+func ownershipGuard(ms *machinev1beta1.MachineSet) string {
+	if refs := ms.GetOwnerReferences(); len(refs) > 0 {
+		return fmt.Sprintf("%s (%s/%s)", ReasonOwned, refs[0].Kind, refs[0].Name)
+	}
+	return ""
+}
+
+// osGuard skips MachineSets of another OS stream and Windows ones. A
+// MachineSet without the stream label predates dual streams and is managed.
+// MCO does not count these as skipped; kiln counts and reports every skip.
+func osGuard(ms *machinev1beta1.MachineSet) string {
+	if s, ok := ms.Labels[OSStreamLabel]; ok && s != SupportedOSStream {
+		return fmt.Sprintf("%s (%q)", ReasonOSStream, s)
+	}
+	if ms.Spec.Template.Labels[OSIDLabel] == "Windows" {
+		return ReasonWindows
+	}
+	return ""
+}
+
+// validArch are the Go architectures OpenShift ships boot images for.
+var validArch = map[string]bool{"amd64": true, "arm64": true, "s390x": true, "ppc64le": true}
+
+// archOf returns the stream (RPM) architecture of a MachineSet from the
+// autoscaler's labels annotation. Without it, a single-arch cluster means
+// defaultArch and a multi-arch cluster means skip (skip != "").
+func archOf(ms *machinev1beta1.MachineSet, cv *configv1.ClusterVersion, defaultArch string) (rpmArch, skip string, err error) {
+	v, ok := ms.Annotations[ArchAnnotation]
+	if !ok {
+		if cv != nil && cv.Status.Desired.Architecture == configv1.ClusterVersionArchitectureMulti {
+			return "", ReasonNoArch, nil
+		}
+		return defaultArch, "", nil
+	}
+	for _, l := range strings.Split(v, ",") {
+		if a, found := strings.CutPrefix(strings.TrimSpace(l), archLabelPrefix); found {
+			if !validArch[a] {
+				return "", "", fmt.Errorf("MachineSet %s/%s annotation %s: unknown architecture %q", ms.Namespace, ms.Name, ArchAnnotation, a)
+			}
+			return arch.RpmArch(a), "", nil
+		}
+	}
+	return "", "", fmt.Errorf("MachineSet %s/%s annotation %s: no %s label in %q", ms.Namespace, ms.Name, ArchAnnotation, strings.TrimSuffix(archLabelPrefix, "="), v)
+}
+
+// hotLoop is the record kept in HotLoopAnnotation.
+type hotLoop struct {
+	Patch string `json:"patch"`
+	Count int    `json:"count"`
+}
+
+// hotLoopCheck returns the annotation value to write with a patch whose
+// target providerSpec is spec, or an error when the same patch was already
+// applied HotLoopLimit times in a row (something keeps reverting it).
+func hotLoopCheck(ms *machinev1beta1.MachineSet, spec []byte) (string, error) {
+	sum := sha256.Sum256(spec)
+	next := hotLoop{Patch: hex.EncodeToString(sum[:8]), Count: 1}
+	if v, ok := ms.Annotations[HotLoopAnnotation]; ok {
+		var prev hotLoop
+		if json.Unmarshal([]byte(v), &prev) == nil && prev.Patch == next.Patch {
+			if prev.Count >= HotLoopLimit {
+				return "", fmt.Errorf("MachineSet %s/%s: the same boot image patch was applied %d times and reverted each time (hot loop); opt this MachineSet out, stop whatever reverts it, and remove annotation %s to resume",
+					ms.Namespace, ms.Name, prev.Count, HotLoopAnnotation)
+			}
+			next.Count = prev.Count + 1
+		}
+	}
+	b, _ := json.Marshal(next)
+	return string(b), nil
+}

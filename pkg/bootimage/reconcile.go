@@ -1,0 +1,380 @@
+package bootimage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+)
+
+// Reconciler runs one pass of the boot image controller over a Cluster.
+type Reconciler struct {
+	Cluster Cluster
+	// Namespace holds the MachineSets (openshift-machine-api).
+	Namespace string
+	// DefaultArch is the stream architecture of MachineSets without the
+	// autoscaler annotation on a single-arch cluster. MCO uses the control
+	// plane's; kiln runs anywhere, so it is a flag defaulting to its own.
+	DefaultArch string
+	// DefaultOptIn overrides the platform default when the admin has no
+	// opinion (nil: SupportFor's DefaultOn).
+	DefaultOptIn *bool
+	// StableTimeout bounds the wait for a stable cluster; StablePoll is the
+	// interval between checks.
+	StableTimeout, StablePoll time.Duration
+	// VSphereTemplates is the release → template mapping (may be nil).
+	VSphereTemplates map[string]string
+	// Log receives one line per event (never user-data).
+	Log io.Writer
+	// SkewLimits are the oldest acceptable boot images (zero: defaults).
+	SkewLimits SkewLimits
+	// NoHistory turns BootImageHistory records off.
+	NoHistory bool
+	// Now stamps annotations; time.Now when nil.
+	Now func() time.Time
+}
+
+// Outcome is what happened to one MachineSet.
+type Outcome struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason,omitempty"`
+	From   string `json:"from,omitempty"`
+	To     string `json:"to,omitempty"`
+}
+
+// Report is the result of one pass.
+type Report struct {
+	Platform       string    `json:"platform"`
+	ReleaseVersion string    `json:"releaseVersion,omitempty"`
+	Enrolled       int       `json:"enrolled"`
+	Patched        []Outcome `json:"patched"`
+	UpToDate       []string  `json:"upToDate"`
+	Skipped        []Outcome `json:"skipped"`
+	Errors         []Outcome `json:"errors"`
+	StubsUpgraded  []string  `json:"stubsUpgraded"`
+	// SkewEnforcement is the cluster's skew enforcement mode, if known.
+	SkewEnforcement operatorv1.BootImageSkewEnforcementModeStatus `json:"skewEnforcement,omitempty"`
+	// Skew is the outcome of skew enforcement.
+	Skew *Skew `json:"skew,omitempty"`
+}
+
+// pass is the state of one Run.
+type pass struct {
+	*Reconciler
+	report  *Report
+	infra   *configv1.Infrastructure
+	cv      *configv1.ClusterVersion
+	updater Updater
+	stream  *Stream
+	// stable is checked once, when the first MachineSet reaches that guard.
+	stableChecked bool
+}
+
+// Run reconciles every enrolled MachineSet once. It returns the report and
+// an error when any MachineSet failed or a cluster-wide check failed; the
+// BootImageUpdateDegraded condition says the same on MachineConfiguration.
+func (r *Reconciler) Run(ctx context.Context) (*Report, error) {
+	p := &pass{Reconciler: r, report: &Report{Patched: []Outcome{}, UpToDate: []string{}, Skipped: []Outcome{}, Errors: []Outcome{}, StubsUpgraded: []string{}}}
+	mc, err := r.Cluster.MachineConfiguration(ctx)
+	if err != nil {
+		return p.report, fmt.Errorf("reading opt-in: %w", err)
+	}
+	p.report.SkewEnforcement = skewMode(mc)
+	st := newStatus(mc)
+	err = p.run(ctx, mc, st)
+	st.finish(p.report, err)
+	p.skew(mc, st, err != nil)
+	if serr := p.writeStatus(ctx, st); serr != nil {
+		err = errors.Join(err, serr)
+	}
+	return p.report, err
+}
+
+func (p *pass) run(ctx context.Context, mc *operatorv1.MachineConfiguration, st *status) error {
+	var err error
+	if p.infra, err = p.Cluster.Infrastructure(ctx); err != nil {
+		return fmt.Errorf("reading platform: %w", err)
+	}
+	platform := platformOf(p.infra)
+	p.report.Platform = string(platform)
+	support := SupportFor(p.infra)
+	defaultOn := support.Supported && support.DefaultOn
+	if p.DefaultOptIn != nil {
+		defaultOn = support.Supported && *p.DefaultOptIn
+	}
+	st.managed = EffectiveManagedBootImages(mc.Spec.ManagedBootImages, mc.Status.ManagedBootImagesStatus, defaultOn)
+	sel, err := Enrollment(st.managed, operatorv1.MachineSets, operatorv1.MachineAPI)
+	if err != nil {
+		return err
+	}
+	var sets []machinev1beta1.MachineSet
+	if sel != nil {
+		if sets, err = p.Cluster.MachineSets(ctx, p.Namespace, sel); err != nil {
+			return err
+		}
+	}
+	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
+	p.report.Enrolled = len(sets)
+	st.total = len(sets)
+	p.logf("platform %s: %d MachineSets enrolled", platform, len(sets))
+	if len(sets) == 0 {
+		return nil
+	}
+	if err := p.writeStatus(ctx, st.progressing()); err != nil {
+		return err
+	}
+	if p.updater, _ = UpdaterFor(platform); support.Supported && p.updater == nil {
+		return fmt.Errorf("platform %s: no updater", platform)
+	} else if !support.Supported {
+		p.updater = nil
+	}
+	if _, err := p.Cluster.ConfigMap(ctx, MCONamespace, BootImagesConfigMap); err != nil {
+		return fmt.Errorf("reading boot images: %w", err)
+	}
+	if p.cv, err = p.Cluster.ClusterVersion(ctx); err != nil {
+		return fmt.Errorf("reading cluster version: %w", err)
+	}
+	for i := range sets {
+		if err := p.one(ctx, &sets[i]); err != nil {
+			var fatal *clusterError
+			if errors.As(err, &fatal) {
+				return fatal.err
+			}
+			p.report.Errors = append(p.report.Errors, Outcome{Name: sets[i].Name, Reason: err.Error()})
+			p.logf("MachineSet %s: %v", sets[i].Name, err)
+		}
+	}
+	if n := len(p.report.Errors); n > 0 {
+		return fmt.Errorf("%d of %d MachineSets failed: %s", n, len(sets), p.report.Errors[0].Reason)
+	}
+	return nil
+}
+
+// skew evaluates skew enforcement and adds its condition and record to st.
+func (p *pass) skew(mc *operatorv1.MachineConfiguration, st *status, failed bool) {
+	limits := p.SkewLimits
+	if limits == (SkewLimits{}) {
+		limits = DefaultSkewLimits
+	}
+	release := ""
+	if p.stream != nil {
+		release = p.stream.ReleaseVersion
+	}
+	s := evaluateSkew(mc, p.report, failed, release, p.cv, limits)
+	if s.Mode == "" {
+		return
+	}
+	p.report.Skew = &s
+	st.automatic = s.Automatic
+	if c := upgradeableCondition(s); c != nil {
+		st.conditions = append(st.conditions, *c)
+	}
+}
+
+// clusterError stops the whole pass: nothing after it may be patched.
+type clusterError struct{ err error }
+
+func (e *clusterError) Error() string { return e.err.Error() }
+
+// one reconciles a MachineSet, re-reading it and deciding again when the
+// patch meets a conflict.
+func (p *pass) one(ctx context.Context, ms *machinev1beta1.MachineSet) error {
+	first := true
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			fresh, err := p.Cluster.MachineSet(ctx, ms.Namespace, ms.Name)
+			if err != nil {
+				return err
+			}
+			ms = fresh
+		}
+		first = false
+		return p.decideAndPatch(ctx, ms)
+	})
+}
+
+func (p *pass) decideAndPatch(ctx context.Context, ms *machinev1beta1.MachineSet) error {
+	skip := func(reason string) error {
+		p.report.Skipped = append(p.report.Skipped, Outcome{Name: ms.Name, Reason: reason})
+		p.logf("MachineSet %s: skipped: %s", ms.Name, reason)
+		return nil
+	}
+	if r := ownershipGuard(ms); r != "" {
+		return skip(r)
+	}
+	if r := osGuard(ms); r != "" {
+		return skip(r)
+	}
+	if err := p.ensureStable(ctx); err != nil {
+		return &clusterError{err}
+	}
+	arch, reason, err := archOf(ms, p.cv, p.DefaultArch)
+	if err != nil {
+		return err
+	}
+	if reason != "" {
+		return skip(reason)
+	}
+	if p.updater == nil {
+		return skip(ReasonPlatformNotSupported)
+	}
+	plan, err := p.updater.Plan(Input{MachineSet: ms, Arch: arch, Stream: p.stream, Infra: p.infra, VSphereTemplates: p.VSphereTemplates})
+	if err != nil {
+		return err
+	}
+	if plan.Skip != "" {
+		return skip(plan.Skip)
+	}
+	if len(plan.Edits) == 0 {
+		p.report.UpToDate = append(p.report.UpToDate, ms.Name)
+		return nil
+	}
+	patch, err := p.buildPatch(ms, plan)
+	if err != nil {
+		return err
+	}
+	if err := p.upgradeStub(ctx, ms, plan.UserDataSecret); err != nil {
+		return err
+	}
+	if err := p.Cluster.PatchMachineSet(ctx, ms, patch); err != nil {
+		if apierrors.IsConflict(err) {
+			return err
+		}
+		return fmt.Errorf("patching MachineSet %s/%s: %w", ms.Namespace, ms.Name, err)
+	}
+	p.report.Patched = append(p.report.Patched, Outcome{Name: ms.Name, From: plan.Current, To: plan.Target})
+	if !p.NoHistory {
+		if err := p.recordHistory(ctx, ms, plan); err != nil {
+			return err
+		}
+	}
+	p.logf("MachineSet %s: boot image %s → %s", ms.Name, plan.Current, plan.Target)
+	return nil
+}
+
+// buildPatch returns the minimal JSON merge patch: the changed providerSpec
+// fields, the hot-loop record, and metadata.resourceVersion so that a
+// concurrent writer makes the patch fail with a conflict instead of being
+// overwritten (merge patches replace whole arrays, e.g. GCP disks).
+func (p *pass) buildPatch(ms *machinev1beta1.MachineSet, plan Plan) ([]byte, error) {
+	name := ms.Namespace + "/" + ms.Name
+	next, err := plan.Spec.Apply(plan.Edits)
+	if err != nil {
+		return nil, fmt.Errorf("MachineSet %s: %w", name, err)
+	}
+	hot, err := hotLoopCheck(ms, next)
+	if err != nil {
+		return nil, err
+	}
+	specPatch, err := jsonmergepatch.CreateThreeWayJSONMergePatch(plan.Spec.Raw, next, plan.Spec.Raw)
+	if err != nil {
+		return nil, fmt.Errorf("MachineSet %s: computing providerSpec patch: %w", name, err)
+	}
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": ms.ResourceVersion,
+			"annotations":     map[string]string{HotLoopAnnotation: hot},
+		},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"providerSpec": map[string]any{"value": json.RawMessage(specPatch)},
+		}}},
+	})
+}
+
+// ensureStable waits, at most StableTimeout, until the coreos-bootimages
+// ConfigMap carries the MCO stamp of the release being rolled out or the
+// latest ClusterVersion history entry is Completed, then parses the stream.
+// MCO checks the stamp against its own version and skips the sync when
+// the cluster is unstable (retrying on the next event); a one-shot stage
+// has no next event, so it waits.
+func (p *pass) ensureStable(ctx context.Context) error {
+	if p.stableChecked {
+		return nil
+	}
+	var cm *corev1.ConfigMap
+	var why string
+	check := func(ctx context.Context) (bool, error) {
+		var err error
+		cm, err = p.Cluster.ConfigMap(ctx, MCONamespace, BootImagesConfigMap)
+		if err == nil {
+			p.cv, err = p.Cluster.ClusterVersion(ctx)
+		}
+		var missing *NotFoundError
+		switch {
+		case errors.As(err, &missing):
+			return false, fmt.Errorf("reading boot images: %w", err)
+		case err != nil: // transient: keep polling; a real reason wins on timeout
+			if why == "" {
+				why = err.Error()
+			}
+			return false, nil
+		}
+		ok, reason := stable(cm, p.cv)
+		why = reason
+		return ok, nil
+	}
+	interval := p.StablePoll
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
+	timeout := p.StableTimeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, check)
+	if err != nil {
+		if why != "" && wait.Interrupted(err) {
+			return fmt.Errorf("waiting %s for a stable cluster: %s", timeout, why)
+		}
+		return err
+	}
+	if p.stream, err = ParseStream(cm); err != nil {
+		return err
+	}
+	p.report.ReleaseVersion = p.stream.ReleaseVersion
+	p.stableChecked = true
+	return nil
+}
+
+// stable reports whether boot images may be updated, and why not.
+func stable(cm *corev1.ConfigMap, cv *configv1.ClusterVersion) (bool, string) {
+	desired := cv.Status.Desired.Version
+	stamp := cm.Data[MCOReleaseVersionKey]
+	if desired != "" && stamp == desired {
+		return true, ""
+	}
+	if h := cv.Status.History; len(h) > 0 && h[0].State == configv1.CompletedUpdate {
+		return true, ""
+	}
+	state := "no history"
+	if h := cv.Status.History; len(h) > 0 {
+		state = fmt.Sprintf("history[0] %s is %s", h[0].Version, h[0].State)
+	}
+	return false, fmt.Sprintf("ConfigMap %s/%s %s=%q does not match ClusterVersion desired %q, and ClusterVersion %s",
+		MCONamespace, BootImagesConfigMap, MCOReleaseVersionKey, stamp, desired, state)
+}
+
+func (p *pass) logf(format string, args ...any) {
+	if p.Log != nil {
+		fmt.Fprintf(p.Log, format+"\n", args...)
+	}
+}
+
+func (p *pass) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
