@@ -14,12 +14,8 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kiln-dev/kiln/pkg/apis"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -134,35 +130,13 @@ func (o *Options) cluster(dir, stageDir string) (Cluster, error) {
 		}
 		return LoadDir(dir, out)
 	}
-	cfg, err := restConfig(o.Kubeconfig)
+	c, err := o.Client()
 	if err != nil {
 		return nil, err
-	}
-	scheme, err := apis.NewScheme()
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to the cluster: %w", err)
 	}
 	return Kube{Client: c}, nil
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("loading in-cluster config (no --kubeconfig): %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
-}
 
 func (o *Options) templates(ctx context.Context, c Cluster) (map[string]string, error) {
 	ns, name, ok := strings.Cut(o.VSphereTemplates, "/")
