@@ -137,7 +137,6 @@ func (o *Options) cluster(dir, stageDir string) (Cluster, error) {
 	return Kube{Client: c}, nil
 }
 
-
 func (o *Options) templates(ctx context.Context, c Cluster) (map[string]string, error) {
 	ns, name, ok := strings.Cut(o.VSphereTemplates, "/")
 	if !ok || ns == "" || name == "" {
