@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
@@ -58,7 +56,7 @@ func TestRenderFromCluster(t *testing.T) {
 	}
 
 	work, results := t.TempDir(), t.TempDir()
-	code, out, errs := runStep(t, "--source", "cluster", "--kubeconfig", writeKubeconfig(t, e.Kube), "--pool", "infra", "--work", work, "--results-dir", results)
+	code, out, errs := runStep(t, "--source", "cluster", "--kubeconfig", e.Kube.Kubeconfig(t), "--pool", "infra", "--work", work, "--results-dir", results)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -94,20 +92,4 @@ func mustCreate(t *testing.T, c client.Client, o client.Object) {
 	if err := c.Create(context.Background(), o); err != nil {
 		t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 	}
-}
-
-// writeKubeconfig turns envtest's rest.Config into a kubeconfig file, the
-// way a user would hand one to kiln-steps.
-func writeKubeconfig(t *testing.T, k *env.Kube) string {
-	t.Helper()
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["test"] = &clientcmdapi.Cluster{Server: k.Config.Host, CertificateAuthorityData: k.Config.CAData}
-	cfg.AuthInfos["test"] = &clientcmdapi.AuthInfo{ClientCertificateData: k.Config.CertData, ClientKeyData: k.Config.KeyData, Token: k.Config.BearerToken}
-	cfg.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
-	cfg.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -186,3 +186,12 @@ func updatedNodes(tl []rollout.Event) map[string]bool {
 	}
 	return out
 }
+
+// kilnMC returns kiln's MachineConfig for the pool, or nil.
+func (h *harness) kilnMC(pool string) *mcfgv1.MachineConfig {
+	mc := &mcfgv1.MachineConfig{}
+	if err := h.admin.Get(context.Background(), client.ObjectKey{Name: rollout.MachineConfigName(pool)}, mc); err != nil {
+		return nil
+	}
+	return mc
+}

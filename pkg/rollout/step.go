@@ -45,7 +45,7 @@ func (o *StepOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Canary, "canary", 0, "update this many nodes first, pause, check them, then continue")
 	fs.DurationVar(&o.Timeout, "timeout", time.Hour, "roll back when the pool has not updated by then")
 	fs.DurationVar(&o.SettleTimeout, "settle-timeout", 30*time.Minute, "how long to wait for the pool after a rollback")
-	fs.StringVar(&o.PolicyKey, "policy-key", "/etc/kiln/verify/cosign.pub", "cosign public key the signature policy requires")
+	fs.StringVar(&o.PolicyKey, "public-key", "/etc/kiln/verify/cosign.pub", "cosign public key the signature policy requires (as verify)")
 }
 
 // Run verifies the image and rolls it out: to the cluster, or with
