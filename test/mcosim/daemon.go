@@ -78,6 +78,8 @@ func updateSteps(node, desired string) []phaseStep {
 		}},
 		{conds: []cond{
 			{mcfgv1.MachineConfigNodeResumed, T, "Resumed", "In desired config " + desired + ". Resumed normal operations."},
+		}},
+		{conds: []cond{
 			{mcfgv1.MachineConfigNodeUpdated, T, "NodeUpgradeComplete", "Node has completed update to config " + desired},
 		}},
 	}
@@ -211,7 +213,7 @@ func (s *Sim) setConditions(ctx context.Context, node, current, desired string, 
 		meta.RemoveStatusCondition(&mcn.Status.Conditions, string(mcfgv1.MachineConfigNodeNodeDegraded))
 		for i := range mcn.Status.Conditions {
 			c := &mcn.Status.Conditions[i]
-			if c.Type != string(mcfgv1.MachineConfigNodeUpdated) && c.Type != string(mcfgv1.MachineConfigNodeResumed) && c.Status != metav1.ConditionFalse {
+			if c.Type != string(mcfgv1.MachineConfigNodeUpdated) && c.Status != metav1.ConditionFalse {
 				c.Status, c.LastTransitionTime = metav1.ConditionFalse, now
 				c.Message = "Action during previous iteration: " + c.Message
 			}
