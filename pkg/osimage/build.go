@@ -96,34 +96,16 @@ func RenderedHash(p *Plan) string {
 // already exists, else append the layer to every platform of the base and
 // push by digest, tagging only once everything is in the registry.
 func Build(ctx context.Context, r Remote, in BuildInput) (*BuildResult, error) {
-	if in.Pool == "" || in.Repository == "" || in.Base == "" {
-		return nil, fmt.Errorf("building image: base, repository and pool are required")
-	}
-	if in.Source == "" {
-		in.Source = DefaultSource
-	}
-	plan, err := PlanLayer(in.Rendered)
+	plan, err := in.plan()
 	if err != nil {
 		return nil, err
 	}
 	if len(plan.NeedsBuildah) > 0 {
 		return nil, fmt.Errorf("building image for %s: %w: %s", in.Rendered.Name, ErrNeedsBuildah, strings.Join(plan.NeedsBuildah, "; "))
 	}
-	opts, err := r.Options(ctx)
+	opts, baseRef, baseDesc, repo, err := resolve(ctx, r, in)
 	if err != nil {
 		return nil, err
-	}
-	baseRef, err := r.ParseRef(in.Base)
-	if err != nil {
-		return nil, err
-	}
-	repo, err := r.ParseRepo(in.Repository)
-	if err != nil {
-		return nil, err
-	}
-	baseDesc, err := remote.Get(baseRef, opts...)
-	if err != nil {
-		return nil, Classify(err, "reading base image", in.Base)
 	}
 	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
 	fp := Fingerprint(baseDesc.Digest.String(), RenderedHash(plan), in.KmodDigests, in.Pool, in.Source)
@@ -192,6 +174,40 @@ func Build(ctx context.Context, r Remote, in BuildInput) (*BuildResult, error) {
 	}
 	res.Ref = repo.Digest(res.Digest.String()).String()
 	return res, nil
+}
+
+// plan checks the input and plans the config layer; both builders start
+// here.
+func (in *BuildInput) plan() (*Plan, error) {
+	if in.Pool == "" || in.Repository == "" || in.Base == "" {
+		return nil, fmt.Errorf("building image: base, repository and pool are required")
+	}
+	if in.Source == "" {
+		in.Source = DefaultSource
+	}
+	return PlanLayer(in.Rendered)
+}
+
+// resolve reads the base's descriptor (never its layers) and parses the
+// target repository.
+func resolve(ctx context.Context, r Remote, in BuildInput) ([]remote.Option, name.Reference, *remote.Descriptor, name.Repository, error) {
+	opts, err := r.Options(ctx)
+	if err != nil {
+		return nil, nil, nil, name.Repository{}, err
+	}
+	baseRef, err := r.ParseRef(in.Base)
+	if err != nil {
+		return nil, nil, nil, name.Repository{}, err
+	}
+	repo, err := r.ParseRepo(in.Repository)
+	if err != nil {
+		return nil, nil, nil, name.Repository{}, err
+	}
+	baseDesc, err := remote.Get(baseRef, opts...)
+	if err != nil {
+		return nil, nil, nil, name.Repository{}, Classify(err, "reading base image", in.Base)
+	}
+	return opts, baseRef, baseDesc, repo, nil
 }
 
 // existing reports whether tag exists and carries fingerprint fp. A tag

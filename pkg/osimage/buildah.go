@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Buildah runs the buildah CLI (the proxy refuses buildah's Go module).
@@ -42,31 +41,13 @@ type BuildahInput struct {
 // --digestfile`; the digest comes from `push --digestfile`, which is also
 // the digest of what the registry holds (bud's would be of local storage).
 func BuildWithBuildah(ctx context.Context, bb Buildah, r Remote, in BuildahInput) (*BuildResult, error) {
-	if in.Pool == "" || in.Repository == "" || in.Base == "" {
-		return nil, fmt.Errorf("building image: base, repository and pool are required")
-	}
-	if in.Source == "" {
-		in.Source = DefaultSource
-	}
-	plan, err := PlanLayer(in.Rendered)
+	plan, err := in.plan()
 	if err != nil {
 		return nil, err
 	}
-	opts, err := r.Options(ctx)
+	opts, baseRef, baseDesc, repo, err := resolve(ctx, r, in.BuildInput)
 	if err != nil {
 		return nil, err
-	}
-	baseRef, err := r.ParseRef(in.Base)
-	if err != nil {
-		return nil, err
-	}
-	repo, err := r.ParseRepo(in.Repository)
-	if err != nil {
-		return nil, err
-	}
-	baseDesc, err := remote.Get(baseRef, opts...)
-	if err != nil {
-		return nil, Classify(err, "reading base image", in.Base)
 	}
 	if baseDesc.MediaType.IsIndex() {
 		// buildah would build the host's platform only and push a
