@@ -6,7 +6,12 @@
 // attachments. It also writes the policy.json and registries.d fragments a
 // cluster admin installs on nodes.
 //
-// Keyless signing (Fulcio/Rekor) can be configured but returns
-// ErrKeylessUnavailable: cosign's keyless signer lives in its CLI packages,
-// which would add about 80 modules (cloud KMS SDKs) to kiln-steps.
+// Keyless signing asks Fulcio for a certificate of an ephemeral key for the
+// identity in an OIDC token (a projected ServiceAccount token in a pod) and
+// uploads the signature and attestation to Rekor, as `cosign sign` does.
+// It is written against Fulcio's and Rekor's client libraries: cosign's own
+// keyless signer lives in its CLI packages, which would add about 80
+// modules (cloud KMS SDKs) to kiln-steps. The Fulcio path is tested against
+// a loopback stand-in; the Rekor upload is cosign's TLogUpload and has no
+// test here (no Rekor is reachable), and --rekor-url "" skips it.
 package signing

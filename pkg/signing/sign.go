@@ -6,7 +6,6 @@ import (
 	"crypto"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -74,29 +73,19 @@ type SignResult struct {
 	AttestationRef string
 }
 
-// ErrKeylessUnavailable is returned for keyless signing: the options are
-// accepted and validated, but this build signs with keys only.
-var ErrKeylessUnavailable = errors.New("keyless signing (Fulcio/Rekor) is configured but not available in this build; use a key")
 
 // Sign signs the image and attaches an in-toto SLSA v1 provenance
 // attestation, both in cosign's registry layout (sha256-<hex>.sig and
 // .att tags), so `cosign verify --key` and `cosign verify-attestation
 // --key` accept them. Nothing is uploaded to a transparency log.
 func Sign(ctx context.Context, r osimage.Remote, in SignInput) (*SignResult, error) {
-	if in.Keyless != nil {
-		if in.Keyless.FulcioURL == "" || in.Keyless.RekorURL == "" || in.Keyless.IDTokenPath == "" {
-			return nil, fmt.Errorf("signing %s: keyless needs a Fulcio URL, a Rekor URL and an ID token path", in.Image)
-		}
-		return nil, fmt.Errorf("signing %s: %w", in.Image, ErrKeylessUnavailable)
-	}
 	digest, err := parseDigest(r, in.Image)
 	if err != nil {
 		return nil, err
 	}
-	sv, err := cosign.LoadPrivateKey(in.Key, in.Password, nil)
+	sv, kl, err := signerFor(in)
 	if err != nil {
-		// The cause says "decrypt" or "unsupported"; it never holds key bytes.
-		return nil, fmt.Errorf("signing %s: loading the cosign key: %w", in.Image, err)
+		return nil, err
 	}
 	ropts, err := r.Options(ctx)
 	if err != nil {
@@ -117,7 +106,13 @@ func Sign(ctx context.Context, r osimage.Remote, in SignInput) (*SignResult, err
 	if err != nil {
 		return nil, fmt.Errorf("signing %s: %w", in.Image, err)
 	}
-	sig, err := static.NewSignature(payload, base64.StdEncoding.EncodeToString(raw))
+	var sigOpts []static.Option
+	if kl != nil {
+		if sigOpts, err = kl.signatureOptions(ctx, payload, raw); err != nil {
+			return nil, fmt.Errorf("signing %s: %w", in.Image, err)
+		}
+	}
+	sig, err := static.NewSignature(payload, base64.StdEncoding.EncodeToString(raw), sigOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -133,9 +128,18 @@ func Sign(ctx context.Context, r osimage.Remote, in SignInput) (*SignResult, err
 	if err != nil {
 		return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
 	}
-	att, err := static.NewAttestation(envelope,
+	attOpts := []static.Option{
 		static.WithLayerMediaType(ctypes.DssePayloadType),
-		static.WithAnnotations(map[string]string{"predicateType": slsa1.PredicateSLSAProvenance}))
+		static.WithAnnotations(map[string]string{"predicateType": slsa1.PredicateSLSAProvenance}),
+	}
+	if kl != nil {
+		more, err := kl.attestationOptions(ctx, envelope)
+		if err != nil {
+			return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
+		}
+		attOpts = append(attOpts, more...)
+	}
+	att, err := static.NewAttestation(envelope, attOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -166,6 +170,27 @@ func Sign(ctx context.Context, r osimage.Remote, in SignInput) (*SignResult, err
 		*x.into = repo.Digest(d.Digest.String()).String()
 	}
 	return res, nil
+}
+
+// signerFor returns the key-based signer, or an ephemeral key certified by
+// Fulcio for keyless signing.
+func signerFor(in SignInput) (signature.SignerVerifier, *keylessSigner, error) {
+	if in.Keyless == nil {
+		sv, err := cosign.LoadPrivateKey(in.Key, in.Password, nil)
+		if err != nil {
+			// The cause says "decrypt" or "unsupported"; it never holds key bytes.
+			return nil, nil, fmt.Errorf("signing %s: loading the cosign key: %w", in.Image, err)
+		}
+		return sv, nil, nil
+	}
+	if in.Keyless.FulcioURL == "" || in.Keyless.IDTokenPath == "" {
+		return nil, nil, fmt.Errorf("signing %s: keyless needs a Fulcio URL and an identity token path", in.Image)
+	}
+	kl, err := newKeylessSigner(*in.Keyless)
+	if err != nil {
+		return nil, nil, fmt.Errorf("signing %s: %w", in.Image, err)
+	}
+	return kl, kl, nil
 }
 
 func parseDigest(r osimage.Remote, image string) (name.Digest, error) {

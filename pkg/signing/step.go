@@ -42,7 +42,7 @@ func (o *SignOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PasswordFile, "key-password-file", "", "file holding the key password (e.g. cosign.password next to cosign.key); when absent, --key-password-env is used")
 	fs.BoolVar(&o.Keyless, "keyless", false, "sign with Fulcio/Rekor instead of --key")
 	fs.StringVar(&o.FulcioURL, "fulcio-url", "https://fulcio.sigstore.dev", "Fulcio URL (keyless)")
-	fs.StringVar(&o.RekorURL, "rekor-url", "https://rekor.sigstore.dev", "Rekor URL (keyless)")
+	fs.StringVar(&o.RekorURL, "rekor-url", "https://rekor.sigstore.dev", `Rekor URL (keyless); "" skips the transparency log`)
 	fs.StringVar(&o.IDTokenPath, "identity-token-path", "", "OIDC token file (keyless)")
 }
 
