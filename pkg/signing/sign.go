@@ -73,7 +73,6 @@ type SignResult struct {
 	AttestationRef string
 }
 
-
 // Sign signs the image and attaches an in-toto SLSA v1 provenance
 // attestation, both in cosign's registry layout (sha256-<hex>.sig and
 // .att tags), so `cosign verify --key` and `cosign verify-attestation
