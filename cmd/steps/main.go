@@ -12,6 +12,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/report"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -27,7 +28,7 @@ var commands = []step.Command{
 	{Name: step.StageVerify, Summary: "verify the image against a containers policy.json", New: func() step.Runner { return &signing.VerifyOptions{} }},
 	{Name: step.StageRollout, Summary: "roll the image out to the pool through MCO", New: func() step.Runner { return &rollout.StepOptions{} }},
 	{Name: step.StageBootImages, Summary: "update the MachineSets' boot images", New: func() step.Runner { return &bootimage.Options{} }},
-	{Name: step.StageReport, Summary: "summarise the run: per-node table, events", New: step.Pending(step.StageReport, "#8")},
+	{Name: step.StageReport, Summary: "summarise the run: per-node table, events", New: func() step.Runner { return &report.Options{} }},
 }
 
 func main() {

@@ -31,6 +31,12 @@ type Runner interface {
 	Run(ctx context.Context, s Streams) error
 }
 
+// PositionalArgs is implemented by a Runner that takes arguments after its
+// flags (Tekton passes an array param that way: $(params.x[*])).
+type PositionalArgs interface {
+	SetArgs(args []string) error
+}
+
 // Streams are a run's output streams. Progress lines go to Out; errors to Err.
 type Streams struct {
 	Out io.Writer
@@ -90,7 +96,13 @@ func run(ctx context.Context, prog string, cmd Command, args []string, s Streams
 		return &UsageError{Err: err}
 	}
 	if fs.NArg() > 0 {
-		return &UsageError{Err: fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
+		pa, ok := r.(PositionalArgs)
+		if !ok {
+			return &UsageError{Err: fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
+		}
+		if err := pa.SetArgs(fs.Args()); err != nil {
+			return &UsageError{Err: err}
+		}
 	}
 	return r.Run(ctx, s)
 }

@@ -1,0 +1,198 @@
+// Package report is the `report` stage, the finally task of every run: it
+// reads what each stage left in the work workspace and the status Tekton
+// gives each task, and writes one summary table (Markdown, so it reads the
+// same in the Dashboard's log view and in a GitOps pull request).
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
+	"github.com/kiln-dev/kiln/pkg/bootimage"
+	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/rollout"
+	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+// Stages in pipeline order, as the summary lists them.
+var Stages = []string{
+	step.StageRender, step.StageKmodBuild, step.StageKmodSign, step.StageImageBuild,
+	step.StageImageSign, step.StageVerify, step.StageRollout, step.StageBootImages,
+}
+
+// Row is one stage in the summary.
+type Row struct {
+	Stage string `json:"stage"`
+	// Status is Tekton's $(tasks.<name>.status): Succeeded, Failed or None
+	// (skipped or not run); empty when unknown.
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// Collect builds one row per stage from the workspace. A report file that
+// exists but cannot be read is an error; a missing one means the stage
+// left nothing (skipped, or failed before writing).
+func Collect(ws step.Workspace, status map[string]string) ([]Row, error) {
+	var rows []Row
+	var errs []error
+	for _, s := range Stages {
+		detail, err := details[s](ws)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading the %s report: %w", s, err))
+		}
+		rows = append(rows, Row{Stage: s, Status: status[s], Detail: detail})
+	}
+	return rows, errors.Join(errs...)
+}
+
+var details = map[string]func(step.Workspace) (string, error){
+	step.StageRender: func(ws step.Workspace) (string, error) {
+		var mc mcfgv1.MachineConfig
+		if ok, err := readJSON(ws.RenderedPath(), &mc); !ok || err != nil {
+			return "", err
+		}
+		var inputs []json.RawMessage
+		_, _ = readJSON(ws.InputsPath(), &inputs)
+		return fmt.Sprintf("%s from %d inputs; osImageURL %s", mc.Name, len(inputs), mc.Spec.OSImageURL), nil
+	},
+	step.StageKmodBuild: kmodDetail("build.json"),
+	step.StageKmodSign:  kmodDetail("sign.json"),
+	step.StageImageBuild: func(ws step.Workspace) (string, error) {
+		var b osimage.BuildReport
+		if ok, err := readJSON(osimage.ReportPath(ws.StageDir(step.StageImageBuild)), &b); !ok || err != nil {
+			return "", err
+		}
+		how := fmt.Sprintf("built %d entries on %s", len(b.Entries), b.Base)
+		if b.Reused {
+			how = "reused an identical build (fingerprint " + short(b.Fingerprint) + ")"
+		}
+		return b.Ref + ": " + how, nil
+	},
+	step.StageImageSign: func(ws step.Workspace) (string, error) {
+		var r signing.SignResult
+		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageImageSign), "sign.json"), &r); !ok || err != nil {
+			return "", err
+		}
+		return "signature " + r.SignatureRef + ", provenance " + r.AttestationRef, nil
+	},
+	step.StageVerify: func(ws step.Workspace) (string, error) {
+		if _, err := os.Stat(filepath.Join(ws.StageDir(step.StageVerify), "policy.json")); err != nil {
+			return "", nil
+		}
+		return "policy fragment for nodes in image/policy.json and image/registries.d/", nil
+	},
+	step.StageRollout: func(ws step.Workspace) (string, error) {
+		var tl []rollout.Event
+		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), &tl); !ok || err != nil {
+			return "", err
+		}
+		return nodeSummary(tl), nil
+	},
+	step.StageBootImages: func(ws step.Workspace) (string, error) {
+		var r bootimage.Report
+		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageBootImages), "report.json"), &r); !ok || err != nil {
+			return "", err
+		}
+		reasons := map[string]int{}
+		for _, s := range r.Skipped {
+			reasons[s.Reason]++
+		}
+		return fmt.Sprintf("%d patched, %d up to date, %d skipped%s, %d failed of %d enrolled",
+			len(r.Patched), len(r.UpToDate), len(r.Skipped), counts(reasons), len(r.Errors), r.Enrolled), nil
+	},
+}
+
+func kmodDetail(file string) func(step.Workspace) (string, error) {
+	return func(ws step.Workspace) (string, error) {
+		var r kmod.KmodReport
+		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageKmodSign), file), &r); !ok || err != nil {
+			return "", err
+		}
+		d := r.Image
+		if len(r.Signed) > 0 {
+			d += fmt.Sprintf(" (%d modules signed for %s)", len(r.Signed), r.Kernel)
+		}
+		return d, nil
+	}
+}
+
+// nodeSummary says where each node ended: the last parent phase it
+// reached, from the rollout timeline.
+func nodeSummary(tl []rollout.Event) string {
+	last := map[string]string{}
+	for _, e := range tl {
+		if e.Phase == "Updated" && e.Status == "True" {
+			last[e.Node] = "Updated"
+		} else if e.Status != "False" {
+			last[e.Node] = e.Phase + "=" + string(e.Status)
+		}
+	}
+	if len(last) == 0 {
+		return "no node changed"
+	}
+	byState := map[string]int{}
+	for _, s := range last {
+		byState[s]++
+	}
+	return fmt.Sprintf("%d nodes:%s", len(last), counts(byState))
+}
+
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d %s", m[k], k)
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+// Markdown writes the summary table.
+func Markdown(w io.Writer, pool, outcome string, rows []Row) {
+	fmt.Fprintf(w, "## kiln: pool %s, %s\n\n| stage | status | details |\n|---|---|---|\n", pool, outcome)
+	for _, r := range rows {
+		st := r.Status
+		if st == "" {
+			st = "-"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Stage, st, strings.ReplaceAll(r.Detail, "|", `\|`))
+	}
+}
+
+// readJSON decodes path; ok is false when the file does not exist.
+func readJSON(path string, into any) (bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, into); err != nil {
+		return false, fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return true, nil
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

@@ -1,0 +1,88 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-dev/kiln/pkg/bootimage"
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/rollout"
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+func writeJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(v)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReportStep fills a workspace the way the stages do and checks the
+// summary the finally task prints.
+func TestReportStep(t *testing.T) {
+	work := t.TempDir()
+	ws := step.Workspace{Root: work}
+	writeJSON(t, ws.RenderedPath(), mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-worker-abc"}, Spec: mcfgv1.MachineConfigSpec{OSImageURL: "quay.io/x/os@sha256:1"}})
+	writeJSON(t, ws.InputsPath(), []map[string]string{{"name": "a"}, {"name": "b"}})
+	writeJSON(t, osimage.ReportPath(ws.StageDir(step.StageImageBuild)), osimage.BuildReport{Ref: "r/os@sha256:2", Reused: true, Fingerprint: "0123456789abcdef"})
+	writeJSON(t, filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), []rollout.Event{
+		{Node: "w0", Phase: "UpdatePrepared", Status: "Unknown"}, {Node: "w0", Phase: "Updated", Status: "True"},
+		{Node: "w1", Phase: "UpdateExecuted", Status: "Unknown"}, {Node: "w1", Phase: "NodeDegraded", Status: "True"},
+	})
+	writeJSON(t, filepath.Join(ws.StageDir(step.StageBootImages), "report.json"), bootimage.Report{
+		Enrolled: 3, Patched: []bootimage.Outcome{{}}, Skipped: []bootimage.Outcome{{Reason: "owned"}, {Reason: "owned"}},
+	})
+	var out bytes.Buffer
+	code := step.Main(t.Context(), "kiln-steps", []step.Command{{Name: "report", New: func() step.Runner { return &Options{} }}},
+		[]string{"report", "--pool", "worker", "--work", work, "--results-dir", t.TempDir(), "--aggregate", "Failed",
+			"--status", "render=Succeeded", "kmod-build=None", "rollout=Failed"},
+		step.Streams{Out: &out, Err: &out})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	for _, want := range []string{
+		"## kiln: pool worker, Failed",
+		"| render | Succeeded | rendered-worker-abc from 2 inputs; osImageURL quay.io/x/os@sha256:1 |",
+		"| kmod-build | None |  |",
+		"| image-build | - | r/os@sha256:2: reused an identical build (fingerprint 0123456789ab) |",
+		"| rollout | Failed | 2 nodes: (1 NodeDegraded=True, 1 Updated) |",
+		"| bootimages | - | 1 patched, 0 up to date, 2 skipped (2 owned), 0 failed of 3 enrolled |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	saved, err := os.ReadFile(filepath.Join(work, "report", "summary.md"))
+	if err != nil || !bytes.Equal(saved, out.Bytes()) {
+		t.Errorf("report/summary.md differs from the printed summary (%v)", err)
+	}
+}
+
+func TestReportErrors(t *testing.T) {
+	work := t.TempDir()
+	ws := step.Workspace{Root: work}
+	if err := os.MkdirAll(filepath.Dir(ws.RenderedPath()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.WriteFile(ws.RenderedPath(), []byte("{not json"), 0o644)
+	if _, err := Collect(ws, nil); err == nil || !strings.Contains(err.Error(), "reading the render report: rendered.json") {
+		t.Errorf("corrupt rendered.json: %v", err)
+	}
+	var out bytes.Buffer
+	code := step.Main(t.Context(), "kiln-steps", []step.Command{{Name: "report", New: func() step.Runner { return &Options{} }}},
+		[]string{"report", "--pool", "worker", "--work", t.TempDir(), "--status", "render"}, step.Streams{Out: &out, Err: &out})
+	if code != step.ExitUsage || !strings.Contains(out.String(), `--status "render": want stage=status`) {
+		t.Errorf("bad --status: exit %d %s", code, out.String())
+	}
+}
