@@ -285,6 +285,9 @@ func (b *buildObjects) dockerfile(md *kmmv1beta1.ModuleDay0) (string, error) {
 func (o *BuildOptions) secretFiles(md *kmmv1beta1.ModuleDay0) (map[string]string, error) {
 	out := map[string]string{}
 	for i, s := range md.Spec.OSMapping.Build.Secrets {
+		if o.SecretsDir == "" {
+			return nil, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build.secrets[%d] %q: no build secrets are mounted (--build-secrets-dir is empty)", md.Namespace, md.Name, i, s.Name)
+		}
 		dir := filepath.Join(o.SecretsDir, s.Name)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
