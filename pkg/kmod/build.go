@@ -19,7 +19,6 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -226,11 +225,11 @@ func (o *BuildOptions) objects(ctx context.Context, md *kmmv1beta1.ModuleDay0) (
 	}
 	out := &buildObjects{}
 	if dir != "" {
-		objs, err := render.LoadDir(dir)
+		cms, err := loadConfigMaps(dir)
 		if err != nil {
 			return nil, err
 		}
-		for _, cm := range objs.ConfigMaps {
+		for _, cm := range cms {
 			switch {
 			case cm.Name == cmName && sameNamespace(cm.Namespace, md.Namespace):
 				out.dockerfileCM = cm
