@@ -63,6 +63,7 @@ type fixture struct {
 	secrets, certFile, keyFile string
 	osImage, dtkImage          string
 	md                         *kmmv1beta1.ModuleDay0
+	kubeconfig                 string // set: objects come from the cluster
 	buildahEnv                 []string
 }
 
@@ -137,6 +138,9 @@ func (f *fixture) build(t *testing.T, out io.Writer) error {
 		OSImage:         f.osImage, DTKImage: f.dtkImage, SecretsDir: f.secrets,
 		Buildah: osimage.Buildah{Env: f.buildahEnv},
 	}
+	if f.kubeconfig != "" {
+		o.KubeOptions = step.KubeOptions{Source: "cluster", Kubeconfig: f.kubeconfig}
+	}
 	return o.Run(t.Context(), step.Streams{Out: out, Err: out})
 }
 
@@ -170,7 +174,9 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	dtk, kver := env.PushDTK(t, e.Registry.Ref("payload/driver-toolkit:test"))
 	t.Logf("DTK stand-in pushed in %s", time.Since(start).Round(time.Millisecond))
 	osImage := env.PushOSImage(t, e.Registry.Ref("payload/rhel-coreos:test"), kver)
-	f := newFixture(t, e, osImage, dtk, seedDockerfile())
+	// OS_AUTO comes from the payload ConfigMap (no --os-image).
+	f := newFixture(t, e, "", dtk, seedDockerfile())
+	writeFile(t, filepath.Join(f.manifests, "payload.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: machine-config-osimageurl\n  namespace: openshift-machine-config-operator\ndata:\n  baseOSContainerImage: "+osImage+"\n")
 
 	var log bytes.Buffer
 	start = time.Now()
@@ -221,6 +227,16 @@ func TestKmodBuildSignCompose(t *testing.T) {
 		t.Errorf("modinfo of the module in %s: %v", signedRef, sig)
 	}
 	t.Logf("modinfo of the signed module from the final kmod image:\n%s", modinfoText(t, p))
+
+	// A second kmod-build finds containerImage and builds nothing: its
+	// results name the signed image.
+	log.Reset()
+	if err := f.build(t, &log); err != nil {
+		t.Fatalf("second kmod-build: %v\n%s", err, log.String())
+	}
+	if got := f.result(t, "KMOD_IMAGE_URL"); got != signedRef || !strings.Contains(log.String(), "containerImage exists") {
+		t.Errorf("second kmod-build: KMOD_IMAGE_URL %s, want the signed %s; log:\n%s", got, signedRef, log.String())
+	}
 
 	// Composition: the signed kmod image is image-build's base.
 	mc := renderedWithFile(t, "/etc/kiln-kmod.conf", "options kiln_hello debug=1\n")
