@@ -26,6 +26,16 @@ import (
 const DockerfileKey = "dockerfile"
 
 // BuildOptions are the flags of `kiln-steps kmod-build`.
+//
+// Differences from KMM (which only has the day-0 proposal, seed 003):
+//   - DTK_AUTO comes from --dtk-image: KMM reads the cluster's
+//     driver-toolkit ImageStream; pkg/payload does not carry that image yet.
+//   - build secrets are buildah secrets with id "<secret>_<key>" (RUN
+//     --mount=type=secret,id=...), read from one mounted folder per Secret;
+//     KMM's day-2 builds hand them to an OpenShift Build instead.
+//   - the step only builds and pushes; writing mc.osImageURL (seed: "once
+//     built, KMM will modify the mc.osImageURL") is rollout's job, after
+//     signing and verification.
 type BuildOptions struct {
 	step.Options
 	step.RegistryOptions
