@@ -122,28 +122,15 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r Remote, in BuildahInput
 			return nil, err
 		}
 	}
-	local := "localhost/kiln-build:" + fp[:16]
-	args := []string{"bud", "--layers", "--timestamp", "0", "--format", "oci",
-		"--iidfile", filepath.Join(dir, "iid"), "-f", filepath.Join(dir, "Containerfile"), "-t", local,
-		"--annotation", AnnotationSource + "=" + in.Source, "--annotation", LabelFingerprint + "=" + fp}
-	args = append(args, bb.registryArgs(r, baseRef.Context().RegistryStr())...)
-	if out, err := bb.run(ctx, append(args, dir)...); err != nil {
-		return nil, fmt.Errorf("building %s on %s with buildah: %w\n%s", in.Rendered.Name, in.Base, err, tail(out, 15))
-	}
-	digestFile := filepath.Join(dir, "digest")
-	push := append([]string{"push", "--digestfile", digestFile}, bb.registryArgs(r, repo.RegistryStr())...)
-	push = append(push, local, "docker://"+tag.String())
-	if out, err := bb.run(ctx, push...); err != nil {
-		return nil, fmt.Errorf("pushing %s with buildah: %w\n%s", tag, err, tail(out, 15))
-	}
-	_, _ = bb.run(ctx, "rmi", local)
-	d, err := os.ReadFile(digestFile)
+	d, err := bb.BudAndPush(ctx, r, Bud{
+		Dir: dir, Containerfile: filepath.Join(dir, "Containerfile"), Target: tag.String(),
+		Annotations: map[string]string{AnnotationSource: in.Source, LabelFingerprint: fp},
+		Pulls:       []string{in.Base, in.ExtensionsImage},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("reading buildah's digest file: %w", err)
+		return nil, fmt.Errorf("building %s on %s: %w", in.Rendered.Name, in.Base, err)
 	}
-	if res.Digest, err = v1.NewHash(strings.TrimSpace(string(d))); err != nil {
-		return nil, fmt.Errorf("reading buildah's digest file: %w", err)
-	}
+	res.Digest = d
 	res.Ref = repo.Digest(res.Digest.String()).String()
 	return res, nil
 }
@@ -158,6 +145,8 @@ type Bud struct {
 	// that ask (RUN --mount=type=secret,id=ID), never stored in a layer.
 	Secrets map[string]string
 	Labels  map[string]string
+	// Annotations go on the image manifest.
+	Annotations map[string]string
 	// Pulls are the image references the build pulls (its FROMs), so that
 	// their registries get the registry flags.
 	Pulls []string
@@ -190,6 +179,9 @@ func (bb Buildah) BudAndPush(ctx context.Context, r Remote, b Bud) (v1.Hash, err
 	for _, k := range sortedKeys(b.Labels) {
 		args = append(args, "--label", k+"="+b.Labels[k])
 	}
+	for _, k := range sortedKeys(b.Annotations) {
+		args = append(args, "--annotation", k+"="+b.Annotations[k])
+	}
 	args = append(args, bb.pullArgs(r, b.Pulls)...)
 	if out, err := bb.run(ctx, append(args, b.Dir)...); err != nil {
 		return v1.Hash{}, fmt.Errorf("building %s with buildah: %w\n%s", b.Target, err, tail(out, 15))
@@ -219,6 +211,9 @@ func (bb Buildah) pullArgs(r Remote, pulls []string) []string {
 		args = append(args, "--authfile", r.AuthFile)
 	}
 	for _, p := range pulls {
+		if p == "" {
+			continue
+		}
 		if ref, err := r.ParseRef(p); err == nil && slices.Contains(r.Insecure, ref.Context().RegistryStr()) {
 			return append(args, "--tls-verify=false")
 		}
