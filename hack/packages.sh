@@ -16,6 +16,7 @@ PACKAGES=(
   apache2-utils      # htpasswd for the registry auth tests
   busybox-static     # a static shell to put in from-scratch test images
   linux-headers-amd64 # compiles real out-of-tree kernel modules for kmod tests
+  debootstrap        # the driver-toolkit stand-in rootfs (hack/dtk.sh)
   gcc
   make
 )

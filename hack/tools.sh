@@ -3,6 +3,7 @@
 #   - Debian packages (hack/packages.sh)
 #   - Kubernetes binaries built from k8s.io/kubernetes (hack/tools module)
 #   - controller-gen
+#   - the driver-toolkit stand-in image tarball for kmod tests (hack/dtk.sh)
 # Binaries live under ~/.cache/kiln/bin/<name>-<version>/; a second run finds
 # them and builds nothing.
 #
@@ -48,4 +49,5 @@ else
   echo "controller-gen $CONTROLLER_GEN_VERSION: building"
   GOBIN="$cgdir" CGO_ENABLED=0 GOFLAGS= go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
 fi
+bash "$root/hack/dtk.sh"
 echo "tools: ok ($cache/bin)"

@@ -3,3 +3,7 @@
 # Kubernetes: v1.34.11 and v1.34.12 fail the checksum database; keep v1.34.10.
 K8S_VERSION=v1.34.10
 CONTROLLER_GEN_VERSION=v0.19.0
+# Driver-toolkit stand-in for kmod tests (hack/dtk.sh): bump when its recipe
+# changes; the tarball is also keyed by the host's kernel-headers version.
+DTK_SUITE=bookworm
+DTK_RECIPE=1

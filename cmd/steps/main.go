@@ -21,7 +21,7 @@ import (
 // commands are listed in pipeline order; --help prints them that way.
 var commands = []step.Command{
 	{Name: step.StageRender, Summary: "render the pool's MachineConfigs as MCO does", New: render.NewStep},
-	{Name: step.StageKmodBuild, Summary: "build the day-0 kernel-module image (ModuleDay0 build)", New: step.Pending(step.StageKmodBuild, "#7")},
+	{Name: step.StageKmodBuild, Summary: "build the day-0 kernel-module image (ModuleDay0 build)", New: func() step.Runner { return &kmod.BuildOptions{} }},
 	{Name: step.StageKmodSign, Summary: "sign the kernel modules in the kmod image (ModuleDay0 sign)", New: func() step.Runner { return &kmod.SignOptions{} }},
 	{Name: step.StageImageBuild, Summary: "build the layered OS image on the base image", New: func() step.Runner { return &osimage.BuildOptions{} }},
 	{Name: step.StageImageSign, Summary: "sign the image and attach SLSA provenance with cosign", New: func() step.Runner { return &signing.SignOptions{} }},

@@ -106,7 +106,11 @@ func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ModuleDay0 %s/%s: Secrets %q/%q: %w", md.Namespace, md.Name, sign.CertSecret.Name, sign.KeySecret.Name, err)
 	}
-	return NewSigner(cert, key, h)
+	signer, err := NewSigner(cert, key, h)
+	if err != nil {
+		return nil, fmt.Errorf("ModuleDay0 %s/%s: Secrets %q/%q: %w", md.Namespace, md.Name, sign.CertSecret.Name, sign.KeySecret.Name, err)
+	}
+	return signer, nil
 }
 
 // source is the image to sign: kmod-build's output when it ran, else

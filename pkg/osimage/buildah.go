@@ -103,30 +103,112 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r Remote, in BuildahInput
 			return nil, err
 		}
 	}
-	local := "localhost/kiln-build:" + fp[:16]
-	args := []string{"bud", "--layers", "--timestamp", "0", "--format", "oci",
-		"--iidfile", filepath.Join(dir, "iid"), "-f", filepath.Join(dir, "Containerfile"), "-t", local,
-		"--annotation", AnnotationSource + "=" + in.Source, "--annotation", LabelFingerprint + "=" + fp}
-	args = append(args, bb.registryArgs(r, baseRef.Context().RegistryStr())...)
-	if out, err := bb.run(ctx, append(args, dir)...); err != nil {
-		return nil, fmt.Errorf("building %s on %s with buildah: %w\n%s", in.Rendered.Name, in.Base, err, tail(out, 15))
-	}
-	digestFile := filepath.Join(dir, "digest")
-	push := append([]string{"push", "--digestfile", digestFile}, bb.registryArgs(r, repo.RegistryStr())...)
-	push = append(push, local, "docker://"+tag.String())
-	if out, err := bb.run(ctx, push...); err != nil {
-		return nil, fmt.Errorf("pushing %s with buildah: %w\n%s", tag, err, tail(out, 15))
-	}
-	_, _ = bb.run(ctx, "rmi", local)
-	d, err := os.ReadFile(digestFile)
+	d, err := bb.BudAndPush(ctx, r, Bud{
+		Dir: dir, Containerfile: filepath.Join(dir, "Containerfile"), Target: tag.String(),
+		Annotations: map[string]string{AnnotationSource: in.Source, LabelFingerprint: fp},
+		Pulls:       []string{in.Base, in.ExtensionsImage},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("reading buildah's digest file: %w", err)
+		return nil, fmt.Errorf("building %s on %s: %w", in.Rendered.Name, in.Base, err)
 	}
-	if res.Digest, err = v1.NewHash(strings.TrimSpace(string(d))); err != nil {
-		return nil, fmt.Errorf("reading buildah's digest file: %w", err)
-	}
+	res.Digest = d
 	res.Ref = repo.Digest(res.Digest.String()).String()
 	return res, nil
+}
+
+// Bud is a generic `buildah bud` of a caller's Containerfile, for builds
+// kiln does not generate (kmod multi-stage Dockerfiles).
+type Bud struct {
+	// Dir is the build context; Containerfile is a path to the file.
+	Dir, Containerfile string
+	BuildArgs          map[string]string
+	// Secrets are buildah `--secret id=ID,src=FILE`: mounted for RUN steps
+	// that ask (RUN --mount=type=secret,id=ID), never stored in a layer.
+	Secrets map[string]string
+	Labels  map[string]string
+	// Annotations go on the image manifest.
+	Annotations map[string]string
+	// Pulls are the image references the build pulls (its FROMs), so that
+	// their registries get the registry flags.
+	Pulls []string
+	// Target is where the result is pushed.
+	Target string
+}
+
+// BudAndPush builds with `buildah bud --layers --timestamp 0` and pushes
+// with `push --digestfile`, returning the pushed digest. A failed build
+// reports the tail of buildah's log; nothing is pushed then.
+func (bb Buildah) BudAndPush(ctx context.Context, r Remote, b Bud) (v1.Hash, error) {
+	target, err := r.ParseRef(b.Target)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	tmp, err := os.MkdirTemp("", "kiln-bud-")
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	defer os.RemoveAll(tmp)
+	sum := sha256.Sum256([]byte(b.Target))
+	local := "localhost/kiln-bud:" + hex.EncodeToString(sum[:8])
+	args := []string{"bud", "--layers", "--timestamp", "0", "--format", "oci", "-f", b.Containerfile, "-t", local}
+	for _, k := range sortedKeys(b.BuildArgs) {
+		args = append(args, "--build-arg", k+"="+b.BuildArgs[k])
+	}
+	for _, k := range sortedKeys(b.Secrets) {
+		args = append(args, "--secret", "id="+k+",src="+b.Secrets[k])
+	}
+	for _, k := range sortedKeys(b.Labels) {
+		args = append(args, "--label", k+"="+b.Labels[k])
+	}
+	for _, k := range sortedKeys(b.Annotations) {
+		args = append(args, "--annotation", k+"="+b.Annotations[k])
+	}
+	args = append(args, bb.pullArgs(r, b.Pulls)...)
+	if out, err := bb.run(ctx, append(args, b.Dir)...); err != nil {
+		return v1.Hash{}, fmt.Errorf("building %s with buildah: %w\n%s", b.Target, err, tail(out, 15))
+	}
+	defer func() { _, _ = bb.run(context.WithoutCancel(ctx), "rmi", local) }()
+	digestFile := filepath.Join(tmp, "digest")
+	push := append([]string{"push", "--digestfile", digestFile}, bb.registryArgs(r, target.Context().RegistryStr())...)
+	if out, err := bb.run(ctx, append(push, local, "docker://"+target.String())...); err != nil {
+		return v1.Hash{}, fmt.Errorf("pushing %s with buildah: %w\n%s", target, err, tail(out, 15))
+	}
+	d, err := os.ReadFile(digestFile)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("reading buildah's digest file: %w", err)
+	}
+	h, err := v1.NewHash(strings.TrimSpace(string(d)))
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("reading buildah's digest file: %w", err)
+	}
+	return h, nil
+}
+
+// pullArgs: bud takes one --tls-verify for all its pulls, so it is off
+// when any pulled registry is insecure.
+func (bb Buildah) pullArgs(r Remote, pulls []string) []string {
+	var args []string
+	if r.AuthFile != "" {
+		args = append(args, "--authfile", r.AuthFile)
+	}
+	for _, p := range pulls {
+		if p == "" {
+			continue
+		}
+		if ref, err := r.ParseRef(p); err == nil && slices.Contains(r.Insecure, ref.Context().RegistryStr()) {
+			return append(args, "--tls-verify=false")
+		}
+	}
+	return args
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 func buildahFingerprint(fp string, bc *BuildContext) string {

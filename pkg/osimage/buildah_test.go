@@ -61,6 +61,10 @@ func TestBuildWithBuildah(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m, _ := img.Manifest()
+	if m.Annotations[LabelFingerprint] != res.Fingerprint || m.Annotations[AnnotationSource] != DefaultSource {
+		t.Errorf("manifest annotations %v, want the fingerprint and the source", m.Annotations)
+	}
 	cf, _ := img.ConfigFile()
 	if cf.Config.Labels[LabelFingerprint] != res.Fingerprint || cf.Config.Labels[LabelPool] != "worker" {
 		t.Errorf("labels %v", cf.Config.Labels)

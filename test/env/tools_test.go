@@ -1,7 +1,11 @@
 package env_test
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"errors"
+	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -66,5 +70,63 @@ func TestCRDsLoad(t *testing.T) {
 		if !found {
 			t.Errorf("CRD %s not installed by the test environment", n)
 		}
+	}
+}
+
+// TestMissingDTKNamesMakeTools: without hack/dtk.sh's tarball, kmod tests
+// are told to run `make tools`.
+func TestMissingDTKNamesMakeTools(t *testing.T) {
+	t.Setenv("KILN_CACHE", t.TempDir())
+	_, _, err := env.DTKTarball()
+	var te *env.ToolError
+	if !errors.As(err, &te) || !strings.Contains(err.Error(), "run `make tools`") || !strings.Contains(te.Tool, "driver-toolkit") {
+		t.Fatalf("DTKTarball with an empty cache: got %v, want a ToolError naming the driver toolkit and `make tools`", err)
+	}
+}
+
+// TestDTKTarballLayout: the stand-in built by `make tools` holds gcc, make
+// and the kernel headers tree a module compiles against; checked from the
+// tarball's listing.
+func TestDTKTarballLayout(t *testing.T) {
+	path, kver, err := env.DTKTarball()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := dtkNames(t, path)
+	for _, want := range []string{
+		"usr/bin/make", "usr/bin/gcc", "usr/include/stdio.h",
+		"usr/src/linux-headers-" + kver + "/Makefile",
+		"usr/src/linux-headers-" + strings.TrimSuffix(kver, "-amd64") + "-common/Makefile",
+		"usr/lib/linux-kbuild-6.1/scripts/mod/modpost",
+		"usr/lib/modules/" + kver + "/build",
+	} {
+		if !names[want] {
+			t.Errorf("DTK stand-in %s lacks %s", path, want)
+		}
+	}
+}
+
+func dtkNames(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return names
+		}
+		if err != nil {
+			t.Fatalf("reading %s: %v", path, err)
+		}
+		names[strings.TrimPrefix(h.Name, "./")] = true
 	}
 }

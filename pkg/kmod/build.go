@@ -1,0 +1,324 @@
+package kmod
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+// DockerfileKey is the ConfigMap key holding the Dockerfile (seed 003).
+const DockerfileKey = "dockerfile"
+
+// BuildOptions are the flags of `kiln-steps kmod-build`.
+//
+// Differences from KMM (which only has the day-0 proposal, seed 003):
+//   - DTK_AUTO comes from --dtk-image: KMM reads the cluster's
+//     driver-toolkit ImageStream; pkg/payload does not carry that image yet.
+//   - build secrets are buildah secrets with id "<secret>_<key>" (RUN
+//     --mount=type=secret,id=...), read from one mounted folder per Secret;
+//     KMM's day-2 builds hand them to an OpenShift Build instead.
+//   - the step only builds and pushes; writing mc.osImageURL (seed: "once
+//     built, KMM will modify the mc.osImageURL") is rollout's job, after
+//     signing and verification.
+type BuildOptions struct {
+	step.Options
+	step.RegistryOptions
+	step.KubeOptions
+	// OSImage and DTKImage are the payload's rhel-coreos and driver-toolkit
+	// images (OS_AUTO, DTK_AUTO). An empty OSImage is read from the payload
+	// ConfigMap machine-config-osimageurl.
+	OSImage, DTKImage string
+	// SecretsDir holds one folder per build secret (a mounted Secret).
+	SecretsDir string
+	// Buildah runs the build; tests give it their private storage.
+	Buildah osimage.Buildah
+}
+
+// AddFlags registers kmod-build's flags.
+func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
+	o.Options.AddFlags(fs)
+	o.RegistryOptions.AddFlags(fs)
+	o.KubeOptions.AddFlags(fs)
+	fs.StringVar(&o.OSImage, "os-image", "", "OS_AUTO: the payload's rhel-coreos image (default: ConfigMap machine-config-osimageurl)")
+	fs.StringVar(&o.DTKImage, "dtk-image", "", "DTK_AUTO: the payload's driver-toolkit image")
+	fs.StringVar(&o.SecretsDir, "build-secrets-dir", "/etc/kiln/kmod-build-secrets", "folder with one sub-folder per build.secrets Secret")
+	fs.StringVar(&o.Buildah.Bin, "buildah", "", "buildah binary (default: buildah on PATH)")
+}
+
+// Run builds the ModuleDay0's Dockerfile and pushes the unsigned (or
+// final) kmod image.
+func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	ws := o.Workspace()
+	md, err := ReadModuleDay0(ws)
+	if err != nil {
+		return err
+	}
+	build := md.Spec.OSMapping.Build
+	if build == nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build is not set; kmod-build has nothing to do", md.Namespace, md.Name)
+	}
+	objs, err := o.objects(ctx, md)
+	if err != nil {
+		return err
+	}
+	dockerfile, err := objs.dockerfile(md)
+	if err != nil {
+		return err
+	}
+	// Secrets are checked before any registry call: fail before work.
+	secrets, err := o.secretFiles(md)
+	if err != nil {
+		return err
+	}
+	pl := Payload{OSImage: o.OSImage, DTKImage: o.DTKImage}
+	if pl.OSImage == "" {
+		f, err := payload.FromObjects(objs.payload, nil)
+		if err != nil {
+			return fmt.Errorf("ModuleDay0 %s/%s: finding OS_AUTO (no --os-image): %w", md.Namespace, md.Name, err)
+		}
+		pl.OSImage = f.BaseOSImage
+	}
+	r := osimage.RemoteFrom(o.RegistryOptions)
+	p := step.NewProgress(s.Out, step.StageKmodBuild)
+	plan, err := o.plan(ctx, r, ws, md)
+	if err != nil {
+		return err
+	}
+	p.Printf("ModuleDay0 %s/%s: %s", md.Namespace, md.Name, plan.Reason)
+	if !plan.Build {
+		return o.reportExisting(ctx, r, ws, md)
+	}
+	kver, err := osKernel(ctx, r, pl.OSImage)
+	if err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: reading the kernel version of OS_AUTO: %w", md.Namespace, md.Name, err)
+	}
+	args, err := BuildArgs(md, dockerfile, pl, kver)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kiln-kmod-build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cf := filepath.Join(dir, "Dockerfile")
+	if err := os.WriteFile(cf, []byte(dockerfile), 0o644); err != nil {
+		return err
+	}
+	p.Printf("building %s for kernel %s (OS_AUTO %s, DTK_AUTO %s)", plan.BuildTarget, kver, args[ArgOSAuto], args[ArgDTKAuto])
+	d, err := o.Buildah.BudAndPush(ctx, r, osimage.Bud{
+		Dir: dir, Containerfile: cf, BuildArgs: args, Secrets: secrets, Target: plan.BuildTarget,
+		Labels: map[string]string{osimage.LabelPool: o.Pool, "kiln.dev/kernel-full-version": kver},
+		Pulls:  []string{pl.OSImage, pl.DTKImage},
+	})
+	if err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: Dockerfile of ConfigMap %q: %w", md.Namespace, md.Name, build.DockerfileConfigMap.Name, err)
+	}
+	ref, err := r.ParseRef(plan.BuildTarget)
+	if err != nil {
+		return err
+	}
+	rep := KmodReport{Image: ref.Context().Digest(d.String()).String(), Digest: d.String(), Kernel: kver}
+	p.Printf("pushed %s", rep.Image)
+	return writeKmodResults(o.Options, ws, BuildReportFile, rep)
+}
+
+// plan applies Decide with what the registry and render's output say.
+func (o *BuildOptions) plan(ctx context.Context, r osimage.Remote, ws step.Workspace, md *kmmv1beta1.ModuleDay0) (Plan, error) {
+	exists, err := imageExists(ctx, r, md.Spec.OSMapping.ContainerImage)
+	if err != nil {
+		return Plan{}, fmt.Errorf("ModuleDay0 %s/%s: checking spec.osMapping.containerImage: %w", md.Namespace, md.Name, err)
+	}
+	f := Facts{ImageExists: exists}
+	// The rendered config's osImageURL is the MC's, when render ran.
+	if b, err := os.ReadFile(ws.RenderedPath()); err == nil {
+		var mc mcfgv1.MachineConfig
+		if err := json.Unmarshal(b, &mc); err != nil {
+			return Plan{}, fmt.Errorf("reading %s: %w", ws.RenderedPath(), err)
+		}
+		f.MCOSImageURL = mc.Spec.OSImageURL
+	}
+	return Decide(md, f)
+}
+
+// reportExisting: nothing to build, so the results name containerImage.
+func (o *BuildOptions) reportExisting(ctx context.Context, r osimage.Remote, ws step.Workspace, md *kmmv1beta1.ModuleDay0) error {
+	ref, err := r.ParseRef(md.Spec.OSMapping.ContainerImage)
+	if err != nil {
+		return err
+	}
+	opts, err := r.Options(ctx)
+	if err != nil {
+		return err
+	}
+	desc, err := remote.Head(ref, opts...)
+	if err != nil {
+		return osimage.Classify(err, "reading spec.osMapping.containerImage", ref.String())
+	}
+	res := o.Results()
+	if err := res.Set("KMOD_IMAGE_URL", ref.Context().Digest(desc.Digest.String()).String()); err != nil {
+		return err
+	}
+	if err := res.Set("KMOD_IMAGE_DIGEST", desc.Digest.String()); err != nil {
+		return err
+	}
+	return res.Write()
+}
+
+func imageExists(ctx context.Context, r osimage.Remote, image string) (bool, error) {
+	ref, err := r.ParseRef(image)
+	if err != nil {
+		return false, err
+	}
+	opts, err := r.Options(ctx)
+	if err != nil {
+		return false, err
+	}
+	_, err = remote.Head(ref, opts...)
+	if err == nil {
+		return true, nil
+	}
+	if err = osimage.Classify(err, "reading", image); errors.Is(err, osimage.ErrNotFound) {
+		return false, nil
+	}
+	return false, err
+}
+
+func osKernel(ctx context.Context, r osimage.Remote, image string) (string, error) {
+	ref, err := r.ParseRef(image)
+	if err != nil {
+		return "", err
+	}
+	opts, err := r.Options(ctx)
+	if err != nil {
+		return "", err
+	}
+	img, err := remote.Image(ref, opts...)
+	if err != nil {
+		return "", osimage.Classify(err, "reading OS image", image)
+	}
+	return KernelFullVersion(img)
+}
+
+// buildObjects are the ConfigMaps kmod-build reads.
+type buildObjects struct {
+	dockerfileCM *corev1.ConfigMap
+	payload      *corev1.ConfigMap
+}
+
+// objects reads the Dockerfile ConfigMap (in the ModuleDay0's namespace)
+// and the payload ConfigMap, from the cluster or a manifest folder.
+func (o *BuildOptions) objects(ctx context.Context, md *kmmv1beta1.ModuleDay0) (*buildObjects, error) {
+	cmName := md.Spec.OSMapping.Build.DockerfileConfigMap.Name
+	dir, err := o.SourceDir()
+	if err != nil {
+		return nil, err
+	}
+	out := &buildObjects{}
+	if dir != "" {
+		cms, err := loadConfigMaps(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, cm := range cms {
+			switch {
+			case cm.Name == cmName && sameNamespace(cm.Namespace, md.Namespace):
+				out.dockerfileCM = cm
+			case cm.Name == payload.OSImageURLMap && sameNamespace(cm.Namespace, payload.Namespace):
+				out.payload = cm
+			}
+		}
+		return out, nil
+	}
+	c, err := o.Client()
+	if err != nil {
+		return nil, err
+	}
+	get := func(ns, n string) (*corev1.ConfigMap, error) {
+		cm := &corev1.ConfigMap{}
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, cm)
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading ConfigMap %s/%s: %w", ns, n, err)
+		}
+		return cm, nil
+	}
+	if out.dockerfileCM, err = get(md.Namespace, cmName); err != nil {
+		return nil, err
+	}
+	if out.payload, err = get(payload.Namespace, payload.OSImageURLMap); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sameNamespace: a manifest without a namespace matches any.
+func sameNamespace(a, b string) bool { return a == "" || b == "" || a == b }
+
+func (b *buildObjects) dockerfile(md *kmmv1beta1.ModuleDay0) (string, error) {
+	n := md.Spec.OSMapping.Build.DockerfileConfigMap.Name
+	if b.dockerfileCM == nil {
+		return "", fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build.dockerfileConfigMap: ConfigMap %s/%s not found", md.Namespace, md.Name, md.Namespace, n)
+	}
+	df, ok := b.dockerfileCM.Data[DockerfileKey]
+	if !ok || strings.TrimSpace(df) == "" {
+		return "", fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build.dockerfileConfigMap: ConfigMap %s/%s has no %q key", md.Namespace, md.Name, md.Namespace, n, DockerfileKey)
+	}
+	return df, nil
+}
+
+// secretFiles maps buildah secret ids to the mounted files: Secret S with
+// key K is id "S_K" (buildah ids name one file), used in the Dockerfile as
+// RUN --mount=type=secret,id=S_K.
+func (o *BuildOptions) secretFiles(md *kmmv1beta1.ModuleDay0) (map[string]string, error) {
+	out := map[string]string{}
+	for i, s := range md.Spec.OSMapping.Build.Secrets {
+		if o.SecretsDir == "" {
+			return nil, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build.secrets[%d] %q: no build secrets are mounted (--build-secrets-dir is empty)", md.Namespace, md.Name, i, s.Name)
+		}
+		dir := filepath.Join(o.SecretsDir, s.Name)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build.secrets[%d] %q: not mounted at %s: %w", md.Namespace, md.Name, i, s.Name, dir, errors.Unwrap(err))
+		}
+		n := 0
+		for _, e := range entries {
+			// Secret volumes hold ..data and timestamped folders; keys are
+			// the other names.
+			if strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			p := filepath.Join(dir, e.Name())
+			if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
+				continue
+			}
+			out[s.Name+"_"+e.Name()] = p
+			n++
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build.secrets[%d] %q: no keys in %s", md.Namespace, md.Name, i, s.Name, dir)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,319 @@
+package kmod_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+const buildSecretValue = "kiln-build-token-3f9a1c"
+
+// seedDockerfile has the shape of seed 003's: compile in the driver
+// toolkit, copy the .ko into the OS image under /opt/lib/modules and run
+// depmod (busybox's, in the test OS image). The RUN with the build secret
+// proves it is readable during the build.
+func seedDockerfile() string {
+	src := base64.StdEncoding.EncodeToString([]byte(env.HelloModuleSource))
+	return `ARG DTK_AUTO
+ARG OS_AUTO
+
+FROM ${DTK_AUTO} as builder
+ARG KERNEL_FULL_VERSION
+ARG MOD_NAME
+WORKDIR /usr/src/kiln-kmod
+RUN --mount=type=secret,id=build-secret_token test "$(cat /run/secrets/build-secret_token)" = ` + buildSecretValue + `
+RUN echo ` + src + ` | base64 -d > ${MOD_NAME}.c && echo "obj-m := ${MOD_NAME}.o" > Makefile
+RUN make -s -C /usr/src/linux-headers-${KERNEL_FULL_VERSION} M=$PWD modules
+
+FROM ${OS_AUTO}
+ARG KERNEL_FULL_VERSION
+ARG MOD_NAME
+COPY --from=builder /usr/src/kiln-kmod/${MOD_NAME}.ko /opt/lib/modules/${KERNEL_FULL_VERSION}/
+RUN depmod -b /opt ${KERNEL_FULL_VERSION}
+`
+}
+
+// fixture is one kmod run's folders and flags.
+type fixture struct {
+	reg                        *env.Registry
+	work, results, manifests   string
+	secrets, certFile, keyFile string
+	osImage, dtkImage          string
+	md                         *kmmv1beta1.ModuleDay0
+	kubeconfig                 string // set: objects come from the cluster
+	buildahEnv                 []string
+}
+
+func newFixture(t *testing.T, e *env.Env, osImage, dtkImage, dockerfile string) *fixture {
+	t.Helper()
+	f := &fixture{reg: e.Registry, work: t.TempDir(), results: t.TempDir(), manifests: t.TempDir(), secrets: t.TempDir(),
+		osImage: osImage, dtkImage: dtkImage, buildahEnv: e.Buildah.Env}
+	f.md = &kmmv1beta1.ModuleDay0{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kmmv1beta1.GroupVersion.String(), Kind: "ModuleDay0"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-kmm", Name: "kiln-hello"},
+		Spec: kmmv1beta1.ModuleDay0Spec{
+			MachineConfigPoolSelector: map[string]string{"node-role.kubernetes.io/worker": ""},
+			OSMapping: kmmv1beta1.OSMapping{
+				ContainerImage: e.Registry.Ref("kmods/rhcos:414"),
+				Build: &kmmv1beta1.Build{
+					Secrets:             []corev1.LocalObjectReference{{Name: "build-secret"}},
+					DockerfileConfigMap: corev1.LocalObjectReference{Name: "kmm-kmod-dockerfile"},
+				},
+				Sign: &kmmv1beta1.Sign{
+					CertSecret:  corev1.LocalObjectReference{Name: "kmm-kmod-signing-cert"},
+					KeySecret:   corev1.LocalObjectReference{Name: "kmm-kmod-signing-key"},
+					FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*.ko"},
+				},
+			},
+		},
+	}
+	writeFile(t, filepath.Join(f.manifests, "dockerfile.yaml"), configMapYAML("kmm-kmod-dockerfile", "dockerfile", dockerfile))
+	writeFile(t, filepath.Join(f.secrets, "build-secret", "token"), buildSecretValue)
+	kp := newKeyPair(t, "kiln day-0 signer")
+	f.certFile, f.keyFile = kp.certPEM, kp.keyPEM
+	return f
+}
+
+func configMapYAML(name, key, value string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: openshift-kmm\ndata:\n  %s: |\n", name, key)
+	for _, l := range strings.Split(strings.TrimRight(value, "\n"), "\n") {
+		b.WriteString("    " + l + "\n")
+	}
+	return b.String()
+}
+
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) writeModuleDay0(t *testing.T) {
+	t.Helper()
+	b, err := json.Marshal(f.md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, step.Workspace{Root: f.work}.ModuleDay0Path(), string(b))
+}
+
+func (f *fixture) stepOptions() step.Options {
+	return step.Options{Work: f.work, ResultsDir: f.results, Pool: "worker"}
+}
+
+func (f *fixture) build(t *testing.T, out io.Writer) error {
+	f.writeModuleDay0(t)
+	o := &kmod.BuildOptions{
+		Options:         f.stepOptions(),
+		RegistryOptions: step.RegistryOptions{Insecure: []string{f.reg.Host}},
+		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
+		OSImage:         f.osImage, DTKImage: f.dtkImage, SecretsDir: f.secrets,
+		Buildah: osimage.Buildah{Env: f.buildahEnv},
+	}
+	if f.kubeconfig != "" {
+		o.KubeOptions = step.KubeOptions{Source: "cluster", Kubeconfig: f.kubeconfig}
+	}
+	return o.Run(t.Context(), step.Streams{Out: out, Err: out})
+}
+
+func (f *fixture) sign(t *testing.T, out io.Writer) error {
+	f.writeModuleDay0(t)
+	o := &kmod.SignOptions{
+		Options:         f.stepOptions(),
+		RegistryOptions: step.RegistryOptions{Insecure: []string{f.reg.Host}},
+		CertFile:        f.certFile, KeyFile: f.keyFile, Hash: "sha256",
+	}
+	return o.Run(t.Context(), step.Streams{Out: out, Err: out})
+}
+
+func (f *fixture) result(t *testing.T, n string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.results, n))
+	if err != nil {
+		t.Fatalf("result %s: %v", n, err)
+	}
+	return string(b)
+}
+
+// TestKmodBuildSignCompose is the seed 003 day-0 story with real parts:
+// buildah compiles a real module in the driver-toolkit stand-in against its
+// kernel headers, copies it into the test OS image and pushes; kmod-sign
+// signs it with kiln's Go signer; image-build layers a rendered
+// MachineConfig on the signed image.
+func TestKmodBuildSignCompose(t *testing.T) {
+	e := env.Start(t, env.Options{Registry: true, Buildah: true})
+	start := time.Now()
+	dtk, kver := env.PushDTK(t, e.Registry.Ref("payload/driver-toolkit:test"))
+	t.Logf("DTK stand-in pushed in %s", time.Since(start).Round(time.Millisecond))
+	osImage := env.PushOSImage(t, e.Registry.Ref("payload/rhel-coreos:test"), kver)
+	// OS_AUTO comes from the payload ConfigMap (no --os-image).
+	f := newFixture(t, e, "", dtk, seedDockerfile())
+	writeFile(t, filepath.Join(f.manifests, "payload.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: machine-config-osimageurl\n  namespace: openshift-machine-config-operator\ndata:\n  baseOSContainerImage: "+osImage+"\n")
+
+	var log bytes.Buffer
+	start = time.Now()
+	if err := f.build(t, &log); err != nil {
+		t.Fatalf("kmod-build: %v\n%s", err, log.String())
+	}
+	t.Logf("kmod-build (buildah, real module compile) took %s", time.Since(start).Round(time.Millisecond))
+	unsigned := f.result(t, "KMOD_IMAGE_URL")
+	if want := e.Registry.Ref("kmods/rhcos@"); !strings.HasPrefix(unsigned, want) || !strings.HasSuffix(unsigned, f.result(t, "KMOD_IMAGE_DIGEST")) {
+		t.Fatalf("KMOD_IMAGE_URL %q, KMOD_IMAGE_DIGEST %q", unsigned, f.result(t, "KMOD_IMAGE_DIGEST"))
+	}
+	var rep kmod.KmodReport
+	b, err := os.ReadFile(filepath.Join(step.Workspace{Root: f.work}.StageDir(step.StageKmodBuild), kmod.BuildReportFile))
+	if err != nil || json.Unmarshal(b, &rep) != nil || rep.Image != unsigned || rep.Kernel != kver {
+		t.Fatalf("build report %s (%v), want image %s kernel %s", b, err, unsigned, kver)
+	}
+	// Decide's target: containerImage's tag with -unsigned, since sign follows.
+	tagged := pull(t, e.Registry.Ref("kmods/rhcos:414-unsigned"))
+	if d, _ := tagged.Digest(); d.String() != rep.Digest {
+		t.Errorf("tag 414-unsigned is %s, report says %s", d, rep.Digest)
+	}
+	files, raw := flattenImage(t, tagged)
+	ko := "opt/lib/modules/" + kver + "/kiln-hello.ko"
+	if _, ok := files[ko]; !ok {
+		t.Fatalf("unsigned image lacks %s; has %d files", ko, len(files))
+	}
+	if _, ok := files["opt/lib/modules/"+kver+"/modules.dep"]; !ok {
+		t.Errorf("depmod -b /opt did not write modules.dep")
+	}
+	if _, ok := files["usr/src/kiln-kmod/kiln-hello.c"]; ok {
+		t.Errorf("the builder stage leaked into the final image")
+	}
+	if bytes.Contains(raw, []byte(buildSecretValue)) {
+		t.Errorf("the build secret is in a layer of the pushed image")
+	}
+
+	log.Reset()
+	if err := f.sign(t, &log); err != nil {
+		t.Fatalf("kmod-sign: %v\n%s", err, log.String())
+	}
+	signedRef := f.result(t, "KMOD_IMAGE_URL")
+	signed := pull(t, signedRef)
+	sfiles, _ := flattenImage(t, signed)
+	p := filepath.Join(t.TempDir(), "kiln-hello.ko")
+	writeFile(t, p, string(sfiles[ko]))
+	sig := modinfoSig(t, p)
+	if sig["signer"] != "kiln day-0 signer" || sig["sig_hashalgo"] != "sha256" || sig["sig_id"] != "PKCS#7" {
+		t.Errorf("modinfo of the module in %s: %v", signedRef, sig)
+	}
+	t.Logf("modinfo of the signed module from the final kmod image:\n%s", modinfoText(t, p))
+
+	// A second kmod-build finds containerImage and builds nothing: its
+	// results name the signed image.
+	log.Reset()
+	if err := f.build(t, &log); err != nil {
+		t.Fatalf("second kmod-build: %v\n%s", err, log.String())
+	}
+	if got := f.result(t, "KMOD_IMAGE_URL"); got != signedRef || !strings.Contains(log.String(), "containerImage exists") {
+		t.Errorf("second kmod-build: KMOD_IMAGE_URL %s, want the signed %s; log:\n%s", got, signedRef, log.String())
+	}
+
+	// Composition: the signed kmod image is image-build's base.
+	mc := renderedWithFile(t, "/etc/kiln-kmod.conf", "options kiln_hello debug=1\n")
+	res, err := osimage.Build(t.Context(), osimage.Remote{Insecure: []string{e.Registry.Host}}, osimage.BuildInput{
+		Base: signedRef, Repository: e.Registry.Ref("os/worker"), Pool: "worker", Rendered: mc,
+		KmodDigests: []string{f.result(t, "KMOD_IMAGE_DIGEST")},
+	})
+	if err != nil {
+		t.Fatalf("image-build on the kmod image: %v", err)
+	}
+	final, _ := flattenImage(t, pull(t, res.Ref))
+	if got := string(final["etc/kiln-kmod.conf"]); got != "options kiln_hello debug=1\n" {
+		t.Errorf("final image /etc/kiln-kmod.conf = %q", got)
+	}
+	if !bytes.Equal(final[ko], sfiles[ko]) {
+		t.Errorf("final image's %s is not the signed module", ko)
+	}
+}
+
+func pull(t *testing.T, ref string) v1.Image {
+	t.Helper()
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(r)
+	if err != nil {
+		t.Fatalf("pulling %s: %v", ref, err)
+	}
+	return img
+}
+
+// flattenImage returns the final filesystem's regular files and the
+// concatenated raw layer tars (to look for leaked secrets).
+func flattenImage(t *testing.T, img v1.Image) (map[string][]byte, []byte) {
+	t.Helper()
+	var raw bytes.Buffer
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range layers {
+		rc, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(&raw, rc); err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+	}
+	files := map[string][]byte{}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, _ := io.ReadAll(tr)
+			files[strings.TrimPrefix(h.Name, "/")] = b
+		}
+	}
+	return files, raw.Bytes()
+}
+
+func renderedWithFile(t *testing.T, path, content string) *mcfgv1.MachineConfig {
+	t.Helper()
+	ign := fmt.Sprintf(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":%q,"mode":420,"contents":{"source":"data:,%s"}}]}}`,
+		path, strings.ReplaceAll(strings.ReplaceAll(content, " ", "%20"), "\n", "%0A"))
+	mc := &mcfgv1.MachineConfig{Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(ign)}, KernelType: "default"}}
+	mc.APIVersion, mc.Kind, mc.Name = mcfgv1.GroupVersion.String(), "MachineConfig", "rendered-worker-kmodtest"
+	mc.Annotations = map[string]string{"machineconfiguration.openshift.io/generated-by-controller-version": "kiln"}
+	return mc
+}

@@ -1,0 +1,72 @@
+package kmod
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+)
+
+func TestLoadConfigMaps(t *testing.T) {
+	cases := []struct {
+		name, manifest string
+		want           []string // namespace/name
+		err            string
+	}{
+		{name: "multi-document with other kinds", manifest: "# comment only\n---\napiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata: {name: 99-x}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: ns}\ndata: {dockerfile: FROM x}\n",
+			want: []string{"ns/a"}},
+		{name: "v1 List", manifest: `{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}},{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}]}`,
+			want: []string{"/b"}},
+		{name: "kind-less document", manifest: "metadata: {name: c}\n", err: "manifest.yaml: document 1: apiVersion and kind are required"},
+		{name: "broken YAML", manifest: "apiVersion: v1\nkind: ConfigMap\ndata: [\n", err: "manifest.yaml: document 1: "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "manifest.yaml"), []byte(c.manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cms, err := loadConfigMaps(dir)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.HasPrefix(err.Error(), "loading manifests from "+dir) {
+					t.Fatalf("error %v, want one naming %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, cm := range cms {
+				got = append(got, cm.Namespace+"/"+cm.Name)
+			}
+			if strings.Join(got, ",") != strings.Join(c.want, ",") {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func FuzzDecodeConfigMaps(f *testing.F) {
+	f.Add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {dockerfile: FROM x}\n")
+	f.Add(`{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"ConfigMap"}]}`)
+	f.Add("---\n# c\n---\nkind: X\n")
+	scheme := runtime.NewScheme()
+	_ = corev1.AddToScheme(scheme)
+	dec := serializer.NewCodecFactory(scheme).UniversalDeserializer()
+	f.Fuzz(func(t *testing.T, s string) {
+		cms, err := decodeConfigMaps(dec, strings.NewReader(s))
+		if err != nil && cms != nil {
+			t.Fatalf("ConfigMaps returned with error %v", err)
+		}
+		for _, cm := range cms {
+			if cm == nil {
+				t.Fatal("nil ConfigMap")
+			}
+		}
+	})
+}
