@@ -3,3 +3,8 @@
 # Kubernetes: v1.34.11 and v1.34.12 fail the checksum database; keep v1.34.10.
 K8S_VERSION=v1.34.10
 CONTROLLER_GEN_VERSION=v0.19.0
+# Cluster API CRDs for test/env, read from the module cache (download-only:
+# kiln never imports these modules, so go.mod does not list them).
+CAPI_VERSION=v1.12.0
+CAPG_VERSION=v1.13.1
+CAPA_VERSION=v2.13.0
