@@ -10,6 +10,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -198,10 +199,10 @@ func cloneTemplate(old *unstructured.Unstructured, edits []Edit) (*unstructured.
 	if !ok {
 		return nil, fmt.Errorf("%s %s/%s spec: missing or not an object", old.GetKind(), old.GetNamespace(), old.GetName())
 	}
-	next, err := deepCopyJSON(spec)
-	if err != nil {
-		return nil, err
-	}
+	// runtime.DeepCopyJSON keeps int64 numbers as they are (a JSON round
+	// trip would make them float64 and the clone would differ from a
+	// template read back from the API server).
+	next := runtime.DeepCopyJSON(spec)
 	for _, e := range edits {
 		path := append([]any{"template", "spec"}, e.Path...)
 		if err := setPath(next, path, e.Value); err != nil {
