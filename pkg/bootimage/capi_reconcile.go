@@ -190,20 +190,27 @@ func (p *pass) capiDecide(ctx context.Context, cc CAPICluster, ms *unstructured.
 	return nil
 }
 
-// ensureClone creates the clone, or accepts an existing object of that name
-// when its spec is the same (a re-run, or a MachineSet sharing the template).
+// ensureClone creates the clone unless an object of that name exists with
+// the same spec (a re-run, or a MachineSet sharing the template): it reads
+// first so that a shared clone costs no failed write.
 func (p *pass) ensureClone(ctx context.Context, cc CAPICluster, clone *unstructured.Unstructured) error {
 	ref := RefOf(clone)
-	err := cc.CreateInfraTemplate(ctx, clone)
-	switch {
-	case err == nil:
-		p.report.CAPI.TemplatesCreated = append(p.report.CAPI.TemplatesCreated, ref.String())
-		return nil
-	case !apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("creating %s: %w", ref, err)
-	}
 	have, err := cc.InfraTemplate(ctx, ref)
-	if err != nil {
+	var missing *NotFoundError
+	switch {
+	case errors.As(err, &missing):
+		err = cc.CreateInfraTemplate(ctx, clone)
+		if err == nil {
+			p.report.CAPI.TemplatesCreated = append(p.report.CAPI.TemplatesCreated, ref.String())
+			return nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s: %w", ref, err)
+		}
+		if have, err = cc.InfraTemplate(ctx, ref); err != nil { // created meanwhile
+			return fmt.Errorf("reading existing %s: %w", ref, err)
+		}
+	case err != nil:
 		return fmt.Errorf("reading existing %s: %w", ref, err)
 	}
 	if !equality.Semantic.DeepEqual(have.Object["spec"], clone.Object["spec"]) {
