@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
 )
 
 const capiCluster = "ci-7xk2p"
@@ -194,6 +196,13 @@ func TestClusterAPIOnAPIServer(t *testing.T) {
 		}
 		if len(ct.GetOwnerReferences()) != 1 || ct.GetOwnerReferences()[0].Kind != "Cluster" {
 			t.Errorf("clone %s lost its owner: %v", clone, ct.GetOwnerReferences())
+		}
+		h := &mcfgv1alpha1.BootImageHistory{}
+		if err := tc.kube.Client.Get(ctx, client.ObjectKey{Namespace: CAPINamespace, Name: u.GetName() + "-capi-machineset"}, h); err != nil {
+			t.Errorf("%s: history: %v", u.GetName(), err)
+		} else if d := h.Status.Details; len(d) != 1 || d[0].BootImage != want || d[0].BootImageVersion != "9.6.20261001-0" ||
+			h.Spec.MachineResourceReference != (mcfgv1alpha1.MachineResourceReference{Name: u.GetName(), Resource: "MachineSet", APIGroup: CAPIGroup}) {
+			t.Errorf("%s: history %+v", u.GetName(), h)
 		}
 	}
 	mc := tc.machineConfiguration(t)

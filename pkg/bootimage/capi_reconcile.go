@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
+
+	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
 )
 
 // CAPIReport is the Cluster API part of a pass.
@@ -186,6 +188,12 @@ func (p *pass) capiDecide(ctx context.Context, cc CAPICluster, ms *unstructured.
 	}
 	replaced[RefOf(tmpl).key()] = candidate{ref: RefOf(tmpl), obj: tmpl}
 	rep.Patched = append(rep.Patched, Outcome{Name: ms.GetName(), From: plan.Current, To: plan.Target, Template: clone.GetName()})
+	if !p.NoHistory {
+		ref := mcfgv1alpha1.MachineResourceReference{Name: ms.GetName(), Resource: "MachineSet", APIGroup: CAPIGroup}
+		if err := p.record(ctx, ms.GetNamespace(), CAPIHistoryName(ms.GetName()), ref, plan); err != nil {
+			return err
+		}
+	}
 	p.logf("Cluster API MachineSet %s: boot image %s → %s (%s %s → %s)", ms.GetName(), plan.Current, plan.Target, ref.Kind, tmpl.GetName(), clone.GetName())
 	return nil
 }

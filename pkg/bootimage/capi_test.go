@@ -1,12 +1,14 @@
 package bootimage
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
@@ -259,4 +261,73 @@ func TestInfraRef(t *testing.T) {
 	if _, ok := TemplateUpdaterFor("example.com", "GCPMachineTemplate"); ok {
 		t.Error("a GCPMachineTemplate of another group has an updater")
 	}
+}
+
+// FuzzInfraTemplate feeds arbitrary JSON as a MachineSet's infrastructureRef
+// and as a machine template to the CAPI parsers and updaters: no panic, a
+// parsed reference is complete, and a planned rewrite clones into a template
+// that differs from the input in the boot image field only.
+func FuzzInfraTemplate(f *testing.F) {
+	f.Add([]byte(`{"apiGroup":"infrastructure.cluster.x-k8s.io","kind":"GCPMachineTemplate","name":"t"}`),
+		[]byte(`{"spec":{"template":{"spec":{"image":"`+oldGCP+`","instanceType":"n1-standard-4","rootDeviceSize":128}}}}`))
+	f.Add([]byte(`{"apiVersion":"infrastructure.cluster.x-k8s.io/v1beta2","kind":"AWSMachineTemplate","name":"t"}`),
+		[]byte(`{"spec":{"template":{"spec":{"ami":{"id":"ami-1"},"instanceType":"m6i.xlarge"}}}}`))
+	f.Add([]byte(`{"kind":7}`), []byte(`{"spec":{"template":{"spec":{"image":7,"ami":"x"}}}}`))
+	f.Add([]byte(`null`), []byte(`{"spec":[]}`))
+	st := testStream(f)
+	inf := awsInfra("us-east-1")
+	f.Fuzz(func(t *testing.T, refJSON, tmplJSON []byte) {
+		var ref any
+		if json.Unmarshal(refJSON, &ref) == nil {
+			ms := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"infrastructureRef": ref}}}}}
+			if r, err := infraRef(ms); err == nil && (r.Kind == "" || r.Name == "" || r.Group == "") {
+				t.Fatalf("incomplete reference %+v accepted", r)
+			}
+		}
+		obj := map[string]any{}
+		if json.Unmarshal(tmplJSON, &obj) != nil {
+			return
+		}
+		obj = runtime.DeepCopyJSON(normalizeNumbers(obj).(map[string]any))
+		for _, kind := range []string{"GCPMachineTemplate", "AWSMachineTemplate"} {
+			tm := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
+			tm.SetAPIVersion(InfraGroup + "/v1beta1")
+			tm.SetKind(kind)
+			tm.SetName("t")
+			up, _ := TemplateUpdaterFor(InfraGroup, kind)
+			plan, err := up.PlanTemplate(TemplateInput{Template: tm, Arch: "x86_64", Stream: st, Infra: inf})
+			if err != nil || len(plan.Edits) == 0 {
+				continue
+			}
+			clone, err := cloneTemplate(tm, plan.Edits)
+			if err != nil {
+				t.Fatalf("%s: planned edits %v do not apply: %v", kind, plan.Edits, err)
+			}
+			for p := range changedPaths(tm.Object["spec"], clone.Object["spec"]) {
+				if p != ".template.spec.image" && p != ".template.spec.ami.id" && p != ".template.spec.ami" {
+					t.Fatalf("%s: clone changed %s", kind, p)
+				}
+			}
+		}
+	})
+}
+
+// normalizeNumbers turns encoding/json's float64 into the int64/float64 mix
+// that unstructured objects hold.
+func normalizeNumbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			v[k] = normalizeNumbers(x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = normalizeNumbers(x)
+		}
+	case float64:
+		if v == float64(int64(v)) {
+			return int64(v)
+		}
+	}
+	return v
 }
