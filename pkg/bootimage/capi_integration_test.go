@@ -262,3 +262,61 @@ func listCAPITemplates(t testing.TB, tc *testCluster) []*unstructured.Unstructur
 	}
 	return out
 }
+
+// TestClusterAPIAWSHotLoop: on AWS the clone of an AWSMachineTemplate passes
+// CAPA's CRD validation, and a MachineSet whose reference keeps being
+// reverted is patched HotLoopLimit times, then refused with an error.
+func TestClusterAPIAWSHotLoop(t *testing.T) {
+	tc := startCluster(t, configv1.AWSPlatformType)
+	ctx := context.Background()
+	inf := &configv1.Infrastructure{}
+	if err := tc.kube.Client.Get(ctx, client.ObjectKey{Name: "cluster"}, inf); err != nil {
+		t.Fatal(err)
+	}
+	inf.Status.PlatformStatus.AWS = &configv1.AWSPlatformStatus{Region: "eu-west-1"}
+	if err := tc.kube.Client.Status().Update(ctx, inf); err != nil {
+		t.Fatal(err)
+	}
+	tc.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: CAPINamespace}})
+	old := template(t, awsTemplateYAML, "ami-0123456789abcdef0")
+	ms := capiObject("MachineSet", "worker-eu-west-1a", "AWSMachineTemplate", old.GetName(), nil)
+	tc.create(t, ms)
+	r := tc.reconciler(MachineAPINamespace)
+	r.CAPI = CAPIOptIn{Mode: CAPIAll}
+	for i := 1; i <= HotLoopLimit+1; i++ {
+		// Something (say, a GitOps sync) puts the old template back and
+		// points the MachineSet at it again.
+		tc.create(t, template(t, awsTemplateYAML, "ami-0123456789abcdef0"))
+		cur := listCAPI(t, tc, "MachineSetList")[0]
+		if err := unstructured.SetNestedField(cur.Object, old.GetName(), "spec", "template", "spec", "infrastructureRef", "name"); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.kube.Client.Update(ctx, &cur); err != nil {
+			t.Fatal(err)
+		}
+		tc.counter.reset()
+		rep, err := r.Run(ctx)
+		if i <= HotLoopLimit {
+			if err != nil || len(rep.CAPI.Patched) != 1 || tc.counter.get("PATCH machinesets") != 1 {
+				t.Fatalf("pass %d: %v, %+v", i, err, rep.CAPI)
+			}
+			want := map[int]int{1: 1}[i] // the clone is created once, then found
+			if got := tc.counter.get("POST awsmachinetemplates"); got != want {
+				t.Errorf("pass %d: %d template creations, want %d", i, got, want)
+			}
+			clone := &unstructured.Unstructured{}
+			clone.SetAPIVersion(InfraGroup + "/v1beta2")
+			clone.SetKind("AWSMachineTemplate")
+			if err := tc.kube.Client.Get(ctx, client.ObjectKey{Namespace: CAPINamespace, Name: rep.CAPI.Patched[0].Template}, clone); err != nil {
+				t.Fatal(err)
+			}
+			if ami, _, _ := unstructured.NestedMap(clone.Object, "spec", "template", "spec", "ami"); !reflect.DeepEqual(ami, map[string]any{"id": "ami-0f9e8d7c6b5a40312"}) {
+				t.Errorf("clone ami %v", ami)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "hot loop") || tc.counter.get("PATCH machinesets") != 0 || tc.counter.get("POST awsmachinetemplates") != 0 {
+			t.Errorf("pass %d: %v, %d patches; want a hot-loop error and no write", i, err, tc.counter.get("PATCH machinesets"))
+		}
+	}
+}
