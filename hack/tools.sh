@@ -50,4 +50,12 @@ else
   GOBIN="$cgdir" CGO_ENABLED=0 GOFLAGS= go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
 fi
 bash "$root/hack/dtk.sh"
+# Cluster API and provider CRDs come from these modules' caches (test/env
+# reads them with `go mod download -json`); fetch them now so tests need no
+# network.
+(cd "${TMPDIR:-/tmp}" && GOFLAGS= go mod download \
+  "sigs.k8s.io/cluster-api@$CAPI_VERSION" \
+  "sigs.k8s.io/cluster-api-provider-gcp@$CAPG_VERSION" \
+  "sigs.k8s.io/cluster-api-provider-aws/v2@$CAPA_VERSION")
+echo "cluster-api CRD modules: ok"
 echo "tools: ok ($cache/bin)"

@@ -7,3 +7,8 @@ CONTROLLER_GEN_VERSION=v0.19.0
 # changes; the tarball is also keyed by the host's kernel-headers version.
 DTK_SUITE=bookworm
 DTK_RECIPE=1
+# Cluster API CRDs for test/env, read from the module cache (download-only:
+# kiln never imports these modules, so go.mod does not list them).
+CAPI_VERSION=v1.12.0
+CAPG_VERSION=v1.13.1
+CAPA_VERSION=v2.13.0

@@ -46,3 +46,40 @@ func (AWS) Plan(in Input) (Plan, error) {
 	plan.Edits = []Edit{{Path: []any{"ami"}, Value: map[string]any{"id": img.Image}}}
 	return plan, nil
 }
+
+// PlanTemplate implements TemplateUpdater for CAPA's AWSMachineTemplate:
+// spec.template.spec.ami.id. CAPA machines take their region from the
+// AWSCluster; an OpenShift cluster has one region, read from
+// Infrastructure/cluster status.platformStatus.aws.region. A template
+// without ami.id (eksLookupType or CAPA's image lookup) is skipped.
+func (AWS) PlanTemplate(in TemplateInput) (Plan, error) {
+	spec, err := templateSpec(in.Template)
+	if err != nil {
+		return Plan{}, err
+	}
+	cur, err := templateString(in.Template, spec, "ami", "id")
+	if err != nil {
+		return Plan{}, err
+	}
+	if cur == "" {
+		return Plan{Skip: "ami.id not set (eksLookupType or image lookup)"}, nil
+	}
+	region := ""
+	if ps := in.Infra.Status.PlatformStatus; ps != nil && ps.AWS != nil {
+		region = ps.AWS.Region
+	}
+	if region == "" {
+		return Plan{}, fmt.Errorf("Infrastructure/cluster status.platformStatus.aws.region: empty (needed for %s %s/%s)", in.Template.GetKind(), in.Template.GetNamespace(), in.Template.GetName())
+	}
+	img, err := in.Stream.GetAwsRegionImage(in.Arch, region)
+	if err != nil {
+		return Plan{Skip: fmt.Sprintf("stream has no AMI for region %s (%v)", region, err), Current: cur}, nil
+	}
+	plan := Plan{Current: cur, Target: img.Image, Release: img.Release}
+	if cur == img.Image {
+		return plan, nil
+	}
+	// Only one of id and eksLookupType may be set: replace the whole reference.
+	plan.Edits = []Edit{{Path: []any{"ami"}, Value: map[string]any{"id": img.Image}}}
+	return plan, nil
+}

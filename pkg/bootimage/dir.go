@@ -17,6 +17,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -34,6 +35,8 @@ import (
 type Dir struct {
 	Output string
 	objs   map[string]runtime.Object // kind/namespace/name
+	// capi holds Cluster API and provider objects (capiKey).
+	capi map[string]*unstructured.Unstructured
 }
 
 var _ Cluster = (*Dir)(nil)
@@ -46,7 +49,7 @@ func LoadDir(root, output string) (*Dir, error) {
 		return nil, err
 	}
 	dec := serializer.NewCodecFactory(scheme).UniversalDeserializer()
-	d := &Dir{Output: output, objs: map[string]runtime.Object{}}
+	d := &Dir{Output: output, objs: map[string]runtime.Object{}, capi: map[string]*unstructured.Unstructured{}}
 	err = filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
 			return err
@@ -82,6 +85,11 @@ func (d *Dir) loadFile(path string, dec runtime.Decoder) error {
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
+		if ok, err := d.loadCAPI(doc); err != nil {
+			return fmt.Errorf("%s document %d: %w", path, i, err)
+		} else if ok {
+			continue
+		}
 		obj, gvk, err := dec.Decode(doc, nil, nil)
 		if err != nil {
 			if runtime.IsNotRegisteredError(err) || runtime.IsMissingKind(err) {
@@ -98,6 +106,27 @@ func (d *Dir) loadFile(path string, dec runtime.Decoder) error {
 		}
 		d.objs[gvk.Kind+"/"+m.GetNamespace()+"/"+m.GetName()] = obj
 	}
+}
+
+// loadCAPI keeps a Cluster API or provider manifest as an unstructured
+// object, reporting whether doc was one.
+func (d *Dir) loadCAPI(doc []byte) (bool, error) {
+	var tm struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := yaml.Unmarshal(doc, &tm); err != nil || !isCAPIGroup(tm.APIVersion) {
+		return false, nil // not ours; the typed decoder reports bad documents
+	}
+	j, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return false, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(j); err != nil {
+		return false, err
+	}
+	d.capi[capiKey(u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), u.GetName())] = u
+	return true, nil
 }
 
 func lookup[T runtime.Object](d *Dir, kind, ns, name string) (T, error) {

@@ -1,7 +1,9 @@
 // Package bootimage is kiln's MachineSet boot image controller (MSBIC, seed
 // 000): it keeps the boot image reference in every opted-in Machine API
 // MachineSet equal to the coreos-bootimages stream of the running release,
-// and upgrades stub Ignition user-data to spec 3.
+// and upgrades stub Ignition user-data to spec 3. Beyond MCO, it updates
+// opted-in Cluster API MachineSets by cloning their GCP/AWS machine template
+// (capi*.go).
 //
 // It follows MCO's pkg/controller/bootimage in behaviour, not in code. MCO
 // runs it as a long-lived informer-driven controller; kiln runs it as a

@@ -67,7 +67,8 @@ func resourceOf(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	for i := len(parts) - 1; i >= 0; i-- {
 		switch parts[i] {
-		case "machinesets", "machineconfigurations", "secrets", "configmaps", "clusterversions", "infrastructures":
+		case "machinesets", "machineconfigurations", "secrets", "configmaps", "clusterversions", "infrastructures",
+			"machinedeployments", "gcpmachinetemplates", "awsmachinetemplates":
 			if i+2 < len(parts) {
 				return parts[i] + "/" + parts[i+2]
 			}

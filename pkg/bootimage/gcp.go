@@ -22,16 +22,11 @@ func (GCP) Plan(in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	arch, err := in.Stream.Arch(in.Arch)
+	target, release, err := gcpImage(in.Stream, in.Arch)
 	if err != nil {
 		return Plan{}, err
 	}
-	img := arch.Images.Gcp
-	if img == nil || img.Project == "" || img.Name == "" {
-		return Plan{}, fmt.Errorf("reading boot images: stream %s has no GCP image (project and name)", in.Stream.FormatPrefix(in.Arch))
-	}
-	target := fmt.Sprintf("projects/%s/global/images/%s", img.Project, img.Name)
-	plan := Plan{Spec: ps, Target: target, Release: img.Release}
+	plan := Plan{Spec: ps, Target: target, Release: release}
 	if spec.UserDataSecret != nil {
 		plan.UserDataSecret = secretRef(in.MachineSet, "", spec.UserDataSecret.Name)
 	}
@@ -48,5 +43,49 @@ func (GCP) Plan(in Input) (Plan, error) {
 		}
 		plan.Edits = append(plan.Edits, Edit{Path: []any{"disks", i, "image"}, Value: target})
 	}
+	return plan, nil
+}
+
+// gcpImage returns the stream's GCP image reference and its release.
+func gcpImage(s *Stream, rpmArch string) (target, release string, err error) {
+	arch, err := s.Arch(rpmArch)
+	if err != nil {
+		return "", "", err
+	}
+	img := arch.Images.Gcp
+	if img == nil || img.Project == "" || img.Name == "" {
+		return "", "", fmt.Errorf("reading boot images: stream %s has no GCP image (project and name)", s.FormatPrefix(rpmArch))
+	}
+	return fmt.Sprintf("projects/%s/global/images/%s", img.Project, img.Name), img.Release, nil
+}
+
+// PlanTemplate implements TemplateUpdater for CAPG's GCPMachineTemplate:
+// spec.template.spec.image, the boot disk's image. A template without it
+// (imageFamily or CAPG's default lookup) and custom images are skipped, as
+// for Machine API.
+func (GCP) PlanTemplate(in TemplateInput) (Plan, error) {
+	spec, err := templateSpec(in.Template)
+	if err != nil {
+		return Plan{}, err
+	}
+	cur, err := templateString(in.Template, spec, "image")
+	if err != nil {
+		return Plan{}, err
+	}
+	if cur == "" {
+		return Plan{Skip: "image not set (imageFamily or provider default)"}, nil
+	}
+	target, release, err := gcpImage(in.Stream, in.Arch)
+	if err != nil {
+		return Plan{}, err
+	}
+	plan := Plan{Current: cur, Target: target, Release: release}
+	if cur == target {
+		return plan, nil
+	}
+	if !strings.HasPrefix(cur, gcpRHCOSPrefix) {
+		return Plan{Skip: fmt.Sprintf("custom boot image %q is not under %s", cur, gcpRHCOSPrefix), Current: cur}, nil
+	}
+	plan.Edits = []Edit{{Path: []any{"image"}, Value: target}}
 	return plan, nil
 }

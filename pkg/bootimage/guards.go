@@ -10,6 +10,7 @@ import (
 	"github.com/coreos/stream-metadata-go/arch"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Skip reasons of the per-MachineSet guards, in the order they are checked.
@@ -23,7 +24,7 @@ const (
 // ownershipGuard skips MachineSets another controller owns (Hive,
 // MachineDeployments, ArgoCD apps…): patching them would thrash. Like MCO,
 // any ownerReference counts.
-func ownershipGuard(ms *machinev1beta1.MachineSet) string {
+func ownershipGuard(ms metav1.Object) string {
 	if refs := ms.GetOwnerReferences(); len(refs) > 0 {
 		return fmt.Sprintf("%s (%s/%s)", ReasonOwned, refs[0].Kind, refs[0].Name)
 	}
@@ -34,10 +35,16 @@ func ownershipGuard(ms *machinev1beta1.MachineSet) string {
 // MachineSet without the stream label predates dual streams and is managed.
 // MCO does not count these as skipped; kiln counts and reports every skip.
 func osGuard(ms *machinev1beta1.MachineSet) string {
-	if s, ok := ms.Labels[OSStreamLabel]; ok && s != SupportedOSStream {
+	return osGuardLabels(ms.Labels, ms.Spec.Template.Labels)
+}
+
+// osGuardLabels is osGuard on the MachineSet's and its machine template's
+// labels (Machine API and Cluster API alike).
+func osGuardLabels(setLabels, templateLabels map[string]string) string {
+	if s, ok := setLabels[OSStreamLabel]; ok && s != SupportedOSStream {
 		return fmt.Sprintf("%s (%q)", ReasonOSStream, s)
 	}
-	if ms.Spec.Template.Labels[OSIDLabel] == "Windows" {
+	if templateLabels[OSIDLabel] == "Windows" {
 		return ReasonWindows
 	}
 	return ""
@@ -49,8 +56,8 @@ var validArch = map[string]bool{"amd64": true, "arm64": true, "s390x": true, "pp
 // archOf returns the stream (RPM) architecture of a MachineSet from the
 // autoscaler's labels annotation. Without it, a single-arch cluster means
 // defaultArch and a multi-arch cluster means skip (skip != "").
-func archOf(ms *machinev1beta1.MachineSet, cv *configv1.ClusterVersion, defaultArch string) (rpmArch, skip string, err error) {
-	v, ok := ms.Annotations[ArchAnnotation]
+func archOf(ms metav1.Object, cv *configv1.ClusterVersion, defaultArch string) (rpmArch, skip string, err error) {
+	v, ok := ms.GetAnnotations()[ArchAnnotation]
 	if !ok {
 		if cv != nil && cv.Status.Desired.Architecture == configv1.ClusterVersionArchitectureMulti {
 			return "", ReasonNoArch, nil
@@ -60,12 +67,12 @@ func archOf(ms *machinev1beta1.MachineSet, cv *configv1.ClusterVersion, defaultA
 	for _, l := range strings.Split(v, ",") {
 		if a, found := strings.CutPrefix(strings.TrimSpace(l), archLabelPrefix); found {
 			if !validArch[a] {
-				return "", "", fmt.Errorf("MachineSet %s/%s annotation %s: unknown architecture %q", ms.Namespace, ms.Name, ArchAnnotation, a)
+				return "", "", fmt.Errorf("MachineSet %s/%s annotation %s: unknown architecture %q", ms.GetNamespace(), ms.GetName(), ArchAnnotation, a)
 			}
 			return arch.RpmArch(a), "", nil
 		}
 	}
-	return "", "", fmt.Errorf("MachineSet %s/%s annotation %s: no %s label in %q", ms.Namespace, ms.Name, ArchAnnotation, strings.TrimSuffix(archLabelPrefix, "="), v)
+	return "", "", fmt.Errorf("MachineSet %s/%s annotation %s: no %s label in %q", ms.GetNamespace(), ms.GetName(), ArchAnnotation, strings.TrimSuffix(archLabelPrefix, "="), v)
 }
 
 // hotLoop is the record kept in HotLoopAnnotation.
@@ -77,15 +84,15 @@ type hotLoop struct {
 // hotLoopCheck returns the annotation value to write with a patch whose
 // target providerSpec is spec, or an error when the same patch was already
 // applied HotLoopLimit times in a row (something keeps reverting it).
-func hotLoopCheck(ms *machinev1beta1.MachineSet, spec []byte) (string, error) {
+func hotLoopCheck(ms metav1.Object, spec []byte) (string, error) {
 	sum := sha256.Sum256(spec)
 	next := hotLoop{Patch: hex.EncodeToString(sum[:8]), Count: 1}
-	if v, ok := ms.Annotations[HotLoopAnnotation]; ok {
+	if v, ok := ms.GetAnnotations()[HotLoopAnnotation]; ok {
 		var prev hotLoop
 		if json.Unmarshal([]byte(v), &prev) == nil && prev.Patch == next.Patch {
 			if prev.Count >= HotLoopLimit {
 				return "", fmt.Errorf("MachineSet %s/%s: the same boot image patch was applied %d times and reverted each time (hot loop); opt this MachineSet out, stop whatever reverts it, and remove annotation %s to resume",
-					ms.Namespace, ms.Name, prev.Count, HotLoopAnnotation)
+					ms.GetNamespace(), ms.GetName(), prev.Count, HotLoopAnnotation)
 			}
 			next.Count = prev.Count + 1
 		}

@@ -19,18 +19,25 @@ func HistoryName(ms *machinev1beta1.MachineSet) string { return ms.Name + "-mapi
 // the MachineSet's BootImageHistory, creating it on first use. Beyond MCO:
 // MCO keeps no history (the seed leaves it as future work).
 func (p *pass) recordHistory(ctx context.Context, ms *machinev1beta1.MachineSet, plan Plan) error {
-	name := HistoryName(ms)
-	h, err := p.Cluster.BootImageHistory(ctx, ms.Namespace, name)
+	return p.record(ctx, ms.Namespace, HistoryName(ms), mcfgv1alpha1.MachineResourceReference{
+		Name: ms.Name, Resource: "MachineSet", APIGroup: machinev1beta1.GroupName}, plan)
+}
+
+// CAPIHistoryName names the BootImageHistory of a Cluster API MachineSet:
+// "<name>-capi-machineset", after the seed's example.
+func CAPIHistoryName(name string) string { return name + "-capi-machineset" }
+
+func (p *pass) record(ctx context.Context, ns, name string, ref mcfgv1alpha1.MachineResourceReference, plan Plan) error {
+	h, err := p.Cluster.BootImageHistory(ctx, ns, name)
 	var missing *NotFoundError
 	switch {
 	case errors.As(err, &missing):
 		h = &mcfgv1alpha1.BootImageHistory{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ms.Namespace},
-			Spec: mcfgv1alpha1.BootImageHistorySpec{MachineResourceReference: mcfgv1alpha1.MachineResourceReference{
-				Name: ms.Name, Resource: "MachineSet", APIGroup: machinev1beta1.GroupName}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec:       mcfgv1alpha1.BootImageHistorySpec{MachineResourceReference: ref},
 		}
 	case err != nil:
-		return fmt.Errorf("recording boot image history of MachineSet %s/%s: %w", ms.Namespace, ms.Name, err)
+		return fmt.Errorf("recording boot image history of %s %s/%s: %w", ref.Resource, ns, ref.Name, err)
 	}
 	release := plan.Release
 	if release == "" {
@@ -46,7 +53,7 @@ func (p *pass) recordHistory(ctx context.Context, ms *machinev1beta1.MachineSet,
 	h.Status.Details = d
 	if err := p.Cluster.SaveBootImageHistory(ctx, h); err != nil {
 		// %v, not %w: a conflict here must not re-run the MachineSet's patch.
-		return fmt.Errorf("recording boot image history %s/%s: %v", ms.Namespace, name, err)
+		return fmt.Errorf("recording boot image history %s/%s: %v", ns, name, err)
 	}
 	return nil
 }

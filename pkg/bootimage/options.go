@@ -13,6 +13,7 @@ import (
 	"github.com/coreos/stream-metadata-go/arch"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/version"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -46,6 +47,9 @@ type Options struct {
 	SkewLimits SkewLimits
 	// NoHistory turns BootImageHistory records off.
 	NoHistory bool
+	// CAPIMode, CAPISelector and CAPINamespace opt Cluster API MachineSets
+	// in (see CAPIMode for why these are flags and not MachineConfiguration).
+	CAPIMode, CAPISelector, CAPINamespace string
 }
 
 // AddFlags implements step.Runner.
@@ -60,6 +64,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SkewLimits.OCP, "skew-limit-ocp", DefaultSkewLimits.OCP, "oldest OCP version boot images may come from (skew enforcement)")
 	fs.StringVar(&o.SkewLimits.RHCOS, "skew-limit-rhcos", DefaultSkewLimits.RHCOS, "oldest RHEL major.minor of RHCOS boot images (skew enforcement)")
 	fs.BoolVar(&o.NoHistory, "no-history", false, "do not record BootImageHistory objects")
+	fs.StringVar(&o.CAPIMode, "capi-mode", string(CAPINone), "Cluster API MachineSets (cluster.x-k8s.io) to manage: None, All or Partial (with --capi-selector)")
+	fs.StringVar(&o.CAPISelector, "capi-selector", "", "label selector of the Cluster API MachineSets to manage (mode Partial)")
+	fs.StringVar(&o.CAPINamespace, "capi-namespace", CAPINamespace, "namespace of the Cluster API MachineSets and their templates")
 	fs.StringVar(&o.Output, "output", "", "local mode: folder for the changed manifests (default <work>/bootimages/manifests)")
 }
 
@@ -76,6 +83,10 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 		optIn = &v
 	default:
 		return &step.UsageError{Err: fmt.Errorf(`--default-opt-in %q: want "platform", "true" or "false"`, o.DefaultOptIn)}
+	}
+	capi, err := o.capiOptIn()
+	if err != nil {
+		return err
 	}
 	dir, err := o.SourceDir()
 	if err != nil {
@@ -94,7 +105,7 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 	// as progress lines instead of losing them.
 	ctrllog.SetLogger(funcr.New(func(_, args string) { progress.Printf("apiserver: %s", args) }, funcr.Options{}))
 	r := &Reconciler{Cluster: cluster, Namespace: o.Namespace, DefaultArch: o.DefaultArch, DefaultOptIn: optIn,
-		StableTimeout: o.StableTimeout, Log: progressWriter{progress}, SkewLimits: o.SkewLimits, NoHistory: o.NoHistory}
+		StableTimeout: o.StableTimeout, Log: progressWriter{progress}, SkewLimits: o.SkewLimits, NoHistory: o.NoHistory, CAPI: capi}
 	for flag, v := range map[string]string{"--skew-limit-ocp": o.SkewLimits.OCP, "--skew-limit-rhcos": o.SkewLimits.RHCOS} {
 		if _, err := version.ParseGeneric(v); err != nil {
 			return &step.UsageError{Err: fmt.Errorf("%s %q: %w", flag, v, err)}
@@ -113,13 +124,39 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	res := o.Results()
-	_ = res.Set(ResultPatched, strconv.Itoa(len(rep.Patched)))
-	_ = res.Set(ResultSkipped, strconv.Itoa(len(rep.Skipped)))
+	_ = res.Set(ResultPatched, strconv.Itoa(rep.PatchedCount()))
+	_ = res.Set(ResultSkipped, strconv.Itoa(rep.SkippedCount()))
 	if err := res.Write(); err != nil {
 		return err
 	}
 	progress.Printf("%d patched, %d up to date, %d skipped, %d failed of %d enrolled", len(rep.Patched), len(rep.UpToDate), len(rep.Skipped), len(rep.Errors), rep.Enrolled)
+	if c := rep.CAPI; c != nil {
+		progress.Printf("Cluster API: %d patched, %d up to date, %d skipped, %d failed of %d enrolled; %d templates created, %d deleted",
+			len(c.Patched), len(c.UpToDate), len(c.Skipped), len(c.Errors), c.Enrolled, len(c.TemplatesCreated), len(c.TemplatesDeleted))
+	}
 	return runErr
+}
+
+func (o *Options) capiOptIn() (CAPIOptIn, error) {
+	in := CAPIOptIn{Mode: CAPIMode(o.CAPIMode), Namespace: o.CAPINamespace}
+	switch in.Mode {
+	case CAPINone, CAPIAll:
+		if o.CAPISelector != "" {
+			return in, &step.UsageError{Err: fmt.Errorf("--capi-selector is only used with --capi-mode Partial, not %s", o.CAPIMode)}
+		}
+	case CAPIPartial:
+		if o.CAPISelector == "" {
+			return in, &step.UsageError{Err: fmt.Errorf("--capi-mode Partial needs --capi-selector")}
+		}
+		sel, err := labels.Parse(o.CAPISelector)
+		if err != nil {
+			return in, &step.UsageError{Err: fmt.Errorf("--capi-selector %q: %w", o.CAPISelector, err)}
+		}
+		in.Selector = sel
+	default:
+		return in, &step.UsageError{Err: fmt.Errorf("--capi-mode %q: want None, All or Partial", o.CAPIMode)}
+	}
+	return in, nil
 }
 
 func (o *Options) cluster(dir, stageDir string) (Cluster, error) {

@@ -36,6 +36,8 @@ type Reconciler struct {
 	StableTimeout, StablePoll time.Duration
 	// VSphereTemplates is the release → template mapping (may be nil).
 	VSphereTemplates map[string]string
+	// CAPI opts Cluster API MachineSets in (zero value: none).
+	CAPI CAPIOptIn
 	// Log receives one line per event (never user-data).
 	Log io.Writer
 	// SkewLimits are the oldest acceptable boot images (zero: defaults).
@@ -52,6 +54,8 @@ type Outcome struct {
 	Reason string `json:"reason,omitempty"`
 	From   string `json:"from,omitempty"`
 	To     string `json:"to,omitempty"`
+	// Template is the clone a Cluster API MachineSet now refers to.
+	Template string `json:"template,omitempty"`
 }
 
 // Report is the result of one pass.
@@ -68,6 +72,26 @@ type Report struct {
 	SkewEnforcement operatorv1.BootImageSkewEnforcementModeStatus `json:"skewEnforcement,omitempty"`
 	// Skew is the outcome of skew enforcement.
 	Skew *Skew `json:"skew,omitempty"`
+	// CAPI is the Cluster API part, when CAPI MachineSets are opted in.
+	CAPI *CAPIReport `json:"capi,omitempty"`
+}
+
+// PatchedCount and SkippedCount add both machine APIs up (step results).
+func (r *Report) PatchedCount() int {
+	n := len(r.Patched)
+	if r.CAPI != nil {
+		n += len(r.CAPI.Patched)
+	}
+	return n
+}
+
+// SkippedCount: see PatchedCount.
+func (r *Report) SkippedCount() int {
+	n := len(r.Skipped)
+	if r.CAPI != nil {
+		n += len(r.CAPI.Skipped)
+	}
+	return n
 }
 
 // pass is the state of one Run.
@@ -129,9 +153,27 @@ func (p *pass) run(ctx context.Context, mc *operatorv1.MachineConfiguration, st 
 	p.report.Enrolled = len(sets)
 	st.total = len(sets)
 	p.logf("platform %s: %d MachineSets enrolled", platform, len(sets))
-	if len(sets) == 0 {
-		return nil
+	if len(sets) > 0 {
+		if err := p.machineAPI(ctx, sets, support, platform, st); err != nil {
+			return err
+		}
 	}
+	if err := p.clusterAPI(ctx); err != nil {
+		return err
+	}
+	var errs []error
+	if n := len(p.report.Errors); n > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d MachineSets failed: %s", n, len(sets), p.report.Errors[0].Reason))
+	}
+	if c := p.report.CAPI; c != nil && len(c.Errors) > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d Cluster API MachineSets failed: %s", len(c.Errors), c.Enrolled, c.Errors[0].Reason))
+	}
+	return errors.Join(errs...)
+}
+
+// machineAPI reconciles the enrolled Machine API MachineSets. Per-MachineSet
+// failures are recorded in the report; a returned error stops the pass.
+func (p *pass) machineAPI(ctx context.Context, sets []machinev1beta1.MachineSet, support PlatformSupport, platform configv1.PlatformType, st *status) error {
 	if err := p.writeStatus(ctx, st.progressing()); err != nil {
 		return err
 	}
@@ -140,11 +182,8 @@ func (p *pass) run(ctx context.Context, mc *operatorv1.MachineConfiguration, st 
 	} else if !support.Supported {
 		p.updater = nil
 	}
-	if _, err := p.Cluster.ConfigMap(ctx, MCONamespace, BootImagesConfigMap); err != nil {
-		return fmt.Errorf("reading boot images: %w", err)
-	}
-	if p.cv, err = p.Cluster.ClusterVersion(ctx); err != nil {
-		return fmt.Errorf("reading cluster version: %w", err)
+	if err := p.prerequisites(ctx); err != nil {
+		return err
 	}
 	for i := range sets {
 		if err := p.one(ctx, &sets[i]); err != nil {
@@ -156,8 +195,21 @@ func (p *pass) run(ctx context.Context, mc *operatorv1.MachineConfiguration, st 
 			p.logf("MachineSet %s: %v", sets[i].Name, err)
 		}
 	}
-	if n := len(p.report.Errors); n > 0 {
-		return fmt.Errorf("%d of %d MachineSets failed: %s", n, len(sets), p.report.Errors[0].Reason)
+	return nil
+}
+
+// prerequisites checks, once, that the boot images ConfigMap exists and
+// reads ClusterVersion: a missing ConfigMap is an error at once, not a wait.
+func (p *pass) prerequisites(ctx context.Context) error {
+	if p.cv != nil {
+		return nil
+	}
+	if _, err := p.Cluster.ConfigMap(ctx, MCONamespace, BootImagesConfigMap); err != nil {
+		return fmt.Errorf("reading boot images: %w", err)
+	}
+	var err error
+	if p.cv, err = p.Cluster.ClusterVersion(ctx); err != nil {
+		return fmt.Errorf("reading cluster version: %w", err)
 	}
 	return nil
 }

@@ -48,14 +48,20 @@ func (s *status) progressing() *status {
 // MAPI MachineSets it handles.
 func (s *status) finish(r *Report, err error) *status {
 	done := len(r.Patched) + len(r.UpToDate) + len(r.Skipped)
-	prog := metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: reasonReconciled,
-		Message: fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (%d patched, %d up to date, %d skipped)",
-			done, s.total, len(r.Patched), len(r.UpToDate), len(r.Skipped))}
-	deg := metav1.Condition{Type: ConditionDegraded, Status: metav1.ConditionFalse, Reason: reasonReconciled,
-		Message: fmt.Sprintf("0 of %d MAPI MachineSets degraded", s.total)}
+	progMsg := fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (%d patched, %d up to date, %d skipped)",
+		done, s.total, len(r.Patched), len(r.UpToDate), len(r.Skipped))
+	degMsg := fmt.Sprintf("%d of %d MAPI MachineSets degraded", len(r.Errors), s.total)
+	if c := r.CAPI; c != nil {
+		// Beyond MCO's MAPI-only messages: the Cluster API MachineSets too.
+		progMsg += fmt.Sprintf("; Reconciled %d of %d CAPI MachineSets (%d patched, %d up to date, %d skipped)",
+			len(c.Patched)+len(c.UpToDate)+len(c.Skipped), c.Enrolled, len(c.Patched), len(c.UpToDate), len(c.Skipped))
+		degMsg += fmt.Sprintf("; %d of %d CAPI MachineSets degraded", len(c.Errors), c.Enrolled)
+	}
+	prog := metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: reasonReconciled, Message: progMsg}
+	deg := metav1.Condition{Type: ConditionDegraded, Status: metav1.ConditionFalse, Reason: reasonReconciled, Message: degMsg}
 	if err != nil {
 		deg.Status, deg.Reason = metav1.ConditionTrue, reasonFailed
-		deg.Message = fmt.Sprintf("%d of %d MAPI MachineSets degraded | Error: %s", len(r.Errors), s.total, truncate(err.Error(), 1024))
+		deg.Message = fmt.Sprintf("%s | Error: %s", degMsg, truncate(err.Error(), 1024))
 	}
 	s.conditions = []metav1.Condition{prog, deg}
 	return s

@@ -45,10 +45,50 @@ var crdFiles = map[string][]string{
 	},
 }
 
+// capiCRDs are the Cluster API CRDs, from modules kiln does not import: the
+// key is the module, the value its version's name in hack/versions.sh and
+// the files. The bases carry no conversion webhook, so objects are written
+// and read at one version each (the storage version of the MachineSet and
+// MachineDeployment CRDs is v1beta2, of AWSMachineTemplate v1beta2, of
+// GCPMachineTemplate v1beta1).
+var capiCRDs = []struct {
+	module, versionKey string
+	files              []string
+}{
+	{"sigs.k8s.io/cluster-api", "CAPI_VERSION", []string{
+		"config/crd/bases/cluster.x-k8s.io_machinesets.yaml",
+		"config/crd/bases/cluster.x-k8s.io_machinedeployments.yaml",
+	}},
+	{"sigs.k8s.io/cluster-api-provider-gcp", "CAPG_VERSION", []string{
+		"config/crd/bases/infrastructure.cluster.x-k8s.io_gcpmachinetemplates.yaml",
+	}},
+	{"sigs.k8s.io/cluster-api-provider-aws/v2", "CAPA_VERSION", []string{
+		"config/crd/bases/infrastructure.cluster.x-k8s.io_awsmachinetemplates.yaml",
+	}},
+}
+
 // CRDPaths lists every CRD file the test cluster installs: OpenShift's and
-// Tekton's from the module cache, kiln's from config/crd.
+// Tekton's from the module cache, Cluster API's from the download-only
+// modules pinned in hack/versions.sh, kiln's from config/crd.
 func CRDPaths() ([]string, error) {
 	var paths []string
+	versions, err := Versions()
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range capiCRDs {
+		v := versions[m.versionKey]
+		if v == "" {
+			return nil, fmt.Errorf("hack/versions.sh: no %s", m.versionKey)
+		}
+		dir, err := DownloadedModuleDir(m.module, v)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range m.files {
+			paths = append(paths, filepath.Join(dir, f))
+		}
+	}
 	for _, mod := range []string{"github.com/openshift/api", "github.com/tektoncd/pipeline"} {
 		dir, err := ModuleDir(mod)
 		if err != nil {

@@ -2,6 +2,7 @@ package env
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -157,4 +158,27 @@ func ControllerGen() (string, error) {
 		return "", &ToolError{Tool: "controller-gen", Where: dir}
 	}
 	return p, nil
+}
+
+// DownloadedModuleDir returns the module-cache folder of a module kiln does
+// not import (go.mod does not list it) at an exact version, downloading it
+// if needed: `go mod download -json module@version`, run outside kiln's
+// module so that go.mod and go.sum stay untouched. `make tools` downloads
+// the ones test/env uses ahead of time.
+func DownloadedModuleDir(module, version string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = os.TempDir()
+	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	out, err := cmd.Output()
+	var dl struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &dl); jerr == nil && dl.Error != "" {
+		return "", fmt.Errorf("downloading module %s@%s: %s (run `make tools`)", module, version, dl.Error)
+	}
+	if err != nil {
+		return "", fmt.Errorf("downloading module %s@%s: %w (run `make tools`)", module, version, err)
+	}
+	if dl.Dir == "" {
+		return "", fmt.Errorf("downloading module %s@%s: go mod download gave no folder", module, version)
+	}
+	return dl.Dir, nil
 }

@@ -60,6 +60,10 @@ func TestCRDsLoad(t *testing.T) {
 		"infrastructures.config.openshift.io":                  false,
 		"pipelineruns.tekton.dev":                              false,
 		"moduleday0s.kmm.sigs.x-k8s.io":                        false,
+		"machinesets.cluster.x-k8s.io":                         false,
+		"machinedeployments.cluster.x-k8s.io":                  false,
+		"gcpmachinetemplates.infrastructure.cluster.x-k8s.io":  false,
+		"awsmachinetemplates.infrastructure.cluster.x-k8s.io":  false,
 	}
 	for _, c := range crds {
 		if _, ok := want[c.Name]; ok {
