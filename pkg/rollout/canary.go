@@ -16,6 +16,7 @@ const (
 	CurrentConfigAnnot = "machineconfiguration.openshift.io/currentConfig"
 	DesiredConfigAnnot = "machineconfiguration.openshift.io/desiredConfig"
 	StateAnnot         = "machineconfiguration.openshift.io/state"
+	CurrentImageAnnot  = "machineconfiguration.openshift.io/currentImage"
 	StateDone          = "Done"
 )
 
@@ -96,8 +97,8 @@ func allUpdated(v *view, nodes []string, rendered string) bool {
 	return true
 }
 
-// checkNodes: each canary node is Ready, schedulable, and MCO reports it
-// Done on the rendered config.
+// checkNodes: each canary node is Ready, schedulable, MCO reports it Done
+// on the rendered config, and it runs the image (currentImage, where set).
 func (r *roller) checkNodes(ctx context.Context, nodes []string, rendered string) error {
 	var errs []error
 	for _, n := range nodes {
@@ -114,6 +115,9 @@ func (r *roller) checkNodes(ctx context.Context, nodes []string, rendered string
 		}
 		if got := node.Annotations[CurrentConfigAnnot]; got != rendered {
 			errs = append(errs, fmt.Errorf("node %s: annotation %s is %q, want %q", n, CurrentConfigAnnot, got, rendered))
+		}
+		if got, ok := node.Annotations[CurrentImageAnnot]; ok && got != r.cfg.Image {
+			errs = append(errs, fmt.Errorf("node %s: annotation %s is %q, want %q", n, CurrentImageAnnot, got, r.cfg.Image))
 		}
 		if got := node.Annotations[StateAnnot]; got != StateDone {
 			errs = append(errs, fmt.Errorf("node %s: annotation %s is %q, want %q", n, StateAnnot, got, StateDone))

@@ -43,6 +43,15 @@ func TestRollout(t *testing.T) {
 		if got := maxConcurrent(res.Timeline); got != 1 {
 			t.Errorf("default maxUnavailable 1: %d nodes updated at once", got)
 		}
+		nodes := &corev1.NodeList{}
+		if err := h.admin.List(ctx, nodes, client.HasLabels{"node-role.kubernetes.io/five"}); err != nil || len(nodes.Items) != 5 {
+			t.Fatalf("listing nodes: %v", err)
+		}
+		for _, n := range nodes.Items {
+			if got := n.Annotations[mcosim.CurrentImageAnnot]; got != image(1) || n.Annotations[mcosim.CurrentConfigAnnot] != res.Rendered {
+				t.Errorf("node %s runs %q on %q, want %s on %s", n.Name, got, n.Annotations[mcosim.CurrentConfigAnnot], image(1), res.Rendered)
+			}
+		}
 	})
 
 	t.Run("maxUnavailable two is observed and never exceeded", func(t *testing.T) {

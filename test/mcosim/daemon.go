@@ -160,7 +160,9 @@ func (s *Sim) apply(ctx context.Context, n *corev1.Node, st phaseStep, desired s
 	base := n.DeepCopy()
 	switch {
 	case st.done:
-		n.Annotations = mergeMaps(n.Annotations, map[string]string{CurrentConfigAnnot: desired, StateAnnot: StateDone})
+		n.Annotations = mergeMaps(n.Annotations, map[string]string{
+			CurrentConfigAnnot: desired, CurrentImageAnnot: n.Annotations[DesiredImageAnnot], StateAnnot: StateDone,
+		})
 	case n.Annotations[CurrentConfigAnnot] != desired: // steps after done leave the state alone
 		n.Annotations = mergeMaps(n.Annotations, map[string]string{StateAnnot: StateWorking})
 	}

@@ -18,6 +18,8 @@ import (
 const (
 	CurrentConfigAnnot = "machineconfiguration.openshift.io/currentConfig"
 	DesiredConfigAnnot = "machineconfiguration.openshift.io/desiredConfig"
+	CurrentImageAnnot  = "machineconfiguration.openshift.io/currentImage"
+	DesiredImageAnnot  = "machineconfiguration.openshift.io/desiredImage"
 	StateAnnot         = "machineconfiguration.openshift.io/state"
 	ReasonAnnot        = "machineconfiguration.openshift.io/reason"
 	StateDone          = "Done"
@@ -58,8 +60,10 @@ func (s *Sim) syncNodes(ctx context.Context, pool *mcfgv1.MachineConfigPool) err
 func (s *Sim) bootstrap(ctx context.Context, pool *mcfgv1.MachineConfigPool, n *corev1.Node, target string) error {
 	if _, ok := n.Annotations[CurrentConfigAnnot]; !ok {
 		base := n.DeepCopy()
+		img := s.imageOf(ctx, target)
 		n.Annotations = mergeMaps(n.Annotations, map[string]string{
 			CurrentConfigAnnot: target, DesiredConfigAnnot: target, StateAnnot: StateDone,
+			CurrentImageAnnot: img, DesiredImageAnnot: img,
 		})
 		if err := s.o.Client.Patch(ctx, n, client.MergeFrom(base)); err != nil {
 			return fmt.Errorf("bootstrapping node %s: %w", n.Name, err)
@@ -122,7 +126,7 @@ func (s *Sim) target(ctx context.Context, pool *mcfgv1.MachineConfigPool, nodes 
 
 func (s *Sim) setDesired(ctx context.Context, n *corev1.Node, target string) error {
 	base := n.DeepCopy()
-	n.Annotations = mergeMaps(n.Annotations, map[string]string{DesiredConfigAnnot: target})
+	n.Annotations = mergeMaps(n.Annotations, map[string]string{DesiredConfigAnnot: target, DesiredImageAnnot: s.imageOf(ctx, target)})
 	if err := s.o.Client.Patch(ctx, n, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("setting desiredConfig of node %s: %w", n.Name, err)
 	}
@@ -212,4 +216,14 @@ func equalStatus(a, b mcfgv1.MachineConfigPoolStatus) bool {
 		}
 	}
 	return true
+}
+
+// imageOf is the osImageURL of a rendered config, which the node controller
+// copies into the desiredImage annotation.
+func (s *Sim) imageOf(ctx context.Context, rendered string) string {
+	mc := &mcfgv1.MachineConfig{}
+	if err := s.o.Client.Get(ctx, client.ObjectKey{Name: rendered}, mc); err != nil {
+		return ""
+	}
+	return mc.Spec.OSImageURL
 }

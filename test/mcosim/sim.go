@@ -6,10 +6,12 @@
 //     Renderer, kiln's pkg/render in tests) and points the pool at the
 //     rendered config;
 //   - the node controller: honours maxUnavailable and pause, and sets each
-//     node's desiredConfig annotation and MachineConfigNode spec;
+//     node's desiredConfig/desiredImage annotations and MachineConfigNode
+//     spec;
 //   - per node, the daemon: walks seed 004's phases with parent and child
 //     conditions (False → Unknown → True), cordons and uncordons the Node,
-//     sets the currentConfig/state annotations, and the pool counters.
+//     sets the currentConfig/currentImage/state annotations, and the pool
+//     counters.
 //
 // Failure injection: a node labelled mcosim.kiln.dev/degrade-at=<phase>
 // (a condition type such as Drained) goes Degraded at that phase, for
