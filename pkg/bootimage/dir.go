@@ -1,31 +1,25 @@
 package bootimage
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-dev/kiln/pkg/apis"
 	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
+	"github.com/kiln-dev/kiln/pkg/manifests"
 )
 
 // Dir is a Cluster on a folder of manifests (local/GitOps mode). Reads come
@@ -41,92 +35,34 @@ type Dir struct {
 
 var _ Cluster = (*Dir)(nil)
 
-// LoadDir reads every .yaml, .yml and .json file under root (multi-document
-// YAML included). Unknown kinds are ignored; undecodable known ones fail.
+// LoadDir reads the manifests under root the way every stage does
+// (pkg/manifests). Kinds the stage does not read are ignored; Cluster API
+// and provider objects are kept unstructured.
 func LoadDir(root, output string) (*Dir, error) {
 	scheme, err := apis.NewScheme()
 	if err != nil {
 		return nil, err
 	}
-	dec := serializer.NewCodecFactory(scheme).UniversalDeserializer()
 	d := &Dir{Output: output, objs: map[string]runtime.Object{}, capi: map[string]*unstructured.Unstructured{}}
-	err = filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		switch strings.ToLower(filepath.Ext(path)) {
-		case ".yaml", ".yml", ".json":
-		default:
+	err = manifests.Walk(root, func(obj runtime.Object) error {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			if isCAPIGroup(u.GetAPIVersion()) {
+				d.capi[capiKey(u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), u.GetName())] = u
+			}
 			return nil
 		}
-		return d.loadFile(path, dec)
+		m, ok := obj.(metav1.Object)
+		gvks, _, err := scheme.ObjectKinds(obj)
+		if !ok || err != nil || len(gvks) == 0 {
+			return nil
+		}
+		d.objs[gvks[0].Kind+"/"+m.GetNamespace()+"/"+m.GetName()] = obj
+		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading manifests in %s: %w", root, err)
+		return nil, err
 	}
 	return d, nil
-}
-
-func (d *Dir) loadFile(path string, dec runtime.Decoder) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	r := utilyaml.NewYAMLReader(bufioReader(f))
-	for i := 0; ; i++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		if ok, err := d.loadCAPI(doc); err != nil {
-			return fmt.Errorf("%s document %d: %w", path, i, err)
-		} else if ok {
-			continue
-		}
-		obj, gvk, err := dec.Decode(doc, nil, nil)
-		if err != nil {
-			if runtime.IsNotRegisteredError(err) || runtime.IsMissingKind(err) {
-				continue
-			}
-			return fmt.Errorf("%s document %d: %w", path, i, err)
-		}
-		m, ok := obj.(interface {
-			GetNamespace() string
-			GetName() string
-		})
-		if !ok {
-			continue
-		}
-		d.objs[gvk.Kind+"/"+m.GetNamespace()+"/"+m.GetName()] = obj
-	}
-}
-
-// loadCAPI keeps a Cluster API or provider manifest as an unstructured
-// object, reporting whether doc was one.
-func (d *Dir) loadCAPI(doc []byte) (bool, error) {
-	var tm struct {
-		APIVersion string `json:"apiVersion"`
-	}
-	if err := yaml.Unmarshal(doc, &tm); err != nil || !isCAPIGroup(tm.APIVersion) {
-		return false, nil // not ours; the typed decoder reports bad documents
-	}
-	j, err := yaml.YAMLToJSON(doc)
-	if err != nil {
-		return false, err
-	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(j); err != nil {
-		return false, err
-	}
-	d.capi[capiKey(u.GroupVersionKind().Group, u.GetKind(), u.GetNamespace(), u.GetName())] = u
-	return true, nil
 }
 
 func lookup[T runtime.Object](d *Dir, kind, ns, name string) (T, error) {
@@ -295,5 +231,3 @@ func mergeValue(doc, patch any) any {
 	}
 	return dm
 }
-
-func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }

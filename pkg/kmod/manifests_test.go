@@ -5,10 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 )
 
 func TestLoadConfigMaps(t *testing.T) {
@@ -49,24 +45,4 @@ func TestLoadConfigMaps(t *testing.T) {
 			}
 		})
 	}
-}
-
-func FuzzDecodeConfigMaps(f *testing.F) {
-	f.Add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {dockerfile: FROM x}\n")
-	f.Add(`{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"ConfigMap"}]}`)
-	f.Add("---\n# c\n---\nkind: X\n")
-	scheme := runtime.NewScheme()
-	_ = corev1.AddToScheme(scheme)
-	dec := serializer.NewCodecFactory(scheme).UniversalDeserializer()
-	f.Fuzz(func(t *testing.T, s string) {
-		cms, err := decodeConfigMaps(dec, strings.NewReader(s))
-		if err != nil && cms != nil {
-			t.Fatalf("ConfigMaps returned with error %v", err)
-		}
-		for _, cm := range cms {
-			if cm == nil {
-				t.Fatal("nil ConfigMap")
-			}
-		}
-	})
 }

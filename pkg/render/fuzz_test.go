@@ -1,21 +1,15 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strings"
 	"testing"
 
 	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-
-	"github.com/kiln-dev/kiln/pkg/apis"
 )
 
 // FuzzRender feeds two arbitrary Ignition configs (as two MCs of a pool)
@@ -63,38 +57,6 @@ func FuzzRender(f *testing.F) {
 		}
 		if first.Config.Name != second.Config.Name {
 			t.Fatalf("rendering twice gave %s and %s", first.Config.Name, second.Config.Name)
-		}
-	})
-}
-
-// FuzzLoadManifests feeds arbitrary bytes to the manifest reader (YAML
-// streams, JSON, Lists): it must not panic, and reading the same bytes
-// twice must give the same objects.
-func FuzzLoadManifests(f *testing.F) {
-	for _, dir := range []string{"testdata/golden", "testdata/bad"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*", "*.*"))
-		for _, p := range files {
-			if b, err := os.ReadFile(p); err == nil && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".json")) {
-				f.Add(b)
-			}
-		}
-	}
-	scheme, err := apis.NewScheme()
-	if err != nil {
-		f.Fatal(err)
-	}
-	dec := serializer.NewCodecFactory(scheme).UniversalDeserializer()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		o := &Objects{}
-		if err := o.loadReader(dec, "fuzz.yaml", bytes.NewReader(b)); err != nil {
-			return
-		}
-		again := &Objects{}
-		if err := again.loadReader(dec, "fuzz.yaml", bytes.NewReader(b)); err != nil {
-			t.Fatalf("second read failed: %v", err)
-		}
-		if !reflect.DeepEqual(o, again) {
-			t.Fatal("reading the same manifests twice gave different objects")
 		}
 	})
 }

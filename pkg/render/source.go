@@ -1,18 +1,11 @@
 package render
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -23,12 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/apis"
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/payload"
 )
 
@@ -46,98 +37,11 @@ type Objects struct {
 // several YAML documents per file and v1 Lists are accepted). Kinds render
 // does not read are skipped; a document without apiVersion/kind is an error.
 func LoadDir(dir string) (*Objects, error) {
-	scheme, err := apis.NewScheme()
-	if err != nil {
+	o := &Objects{}
+	if err := manifests.Walk(dir, func(obj runtime.Object) error { o.add(obj); return nil }); err != nil {
 		return nil, err
 	}
-	dec := serializer.NewCodecFactory(scheme).UniversalDeserializer()
-	o := &Objects{}
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		switch strings.ToLower(filepath.Ext(path)) {
-		case ".yaml", ".yml", ".json":
-		default:
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		return o.loadFile(dec, path)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("loading manifests from %s: %w", dir, err)
-	}
 	return o, nil
-}
-
-func (o *Objects) loadFile(dec runtime.Decoder, path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return o.loadReader(dec, path, f)
-}
-
-// loadReader decodes every document of one manifest stream.
-func (o *Objects) loadReader(dec runtime.Decoder, path string, in io.Reader) error {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(in))
-	for doc := 1; ; doc++ {
-		raw, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: document %d: %w", path, doc, err)
-		}
-		if len(bytes.TrimSpace(raw)) == 0 || isComment(raw) {
-			continue
-		}
-		if err := o.decode(dec, raw); err != nil {
-			return fmt.Errorf("%s: document %d: %w", path, doc, err)
-		}
-	}
-}
-
-func isComment(raw []byte) bool {
-	for _, l := range strings.Split(string(raw), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") && l != "---" {
-			return false
-		}
-	}
-	return true
-}
-
-func (o *Objects) decode(dec runtime.Decoder, raw []byte) error {
-	obj, _, err := dec.Decode(raw, nil, nil)
-	if runtime.IsNotRegisteredError(err) {
-		return nil // a kind render does not read
-	}
-	if runtime.IsMissingKind(err) || runtime.IsMissingVersion(err) {
-		return errors.New("apiVersion and kind are required")
-	}
-	if err != nil {
-		return err
-	}
-	switch t := obj.(type) {
-	case *metav1.List:
-		for i, item := range t.Items {
-			if err := o.decode(dec, item.Raw); err != nil {
-				return fmt.Errorf("items[%d]: %w", i, err)
-			}
-		}
-	case *corev1.List:
-		for i, item := range t.Items {
-			if err := o.decode(dec, item.Raw); err != nil {
-				return fmt.Errorf("items[%d]: %w", i, err)
-			}
-		}
-	default:
-		o.add(obj)
-	}
-	return nil
 }
 
 func (o *Objects) add(obj runtime.Object) {
