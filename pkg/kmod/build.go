@@ -139,7 +139,10 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	rep := KmodReport{Image: ref.Context().Digest(d.String()).String(), Digest: d.String(), Kernel: kver}
 	p.Printf("pushed %s", rep.Image)
-	return writeKmodResults(o.Options, ws, BuildReportFile, rep)
+	if err := writeKmodResults(o.Options, ws, BuildReportFile, rep); err != nil {
+		return err
+	}
+	return recordBuilt(ctx, o.KubeOptions, md, ReasonBuilt, fmt.Sprintf("built %s for kernel %s", rep.Image, kver), rep.Digest, p)
 }
 
 // plan applies Decide with what the registry and render's output say.

@@ -2,15 +2,16 @@ package kmod_test
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -27,7 +28,7 @@ func TestKmodBuildFromCluster(t *testing.T) {
 	osImage := env.PushOSImage(t, e.Registry.Ref("payload/rhel-coreos:test"), kver)
 	f := newFixture(t, e, "", "", "")
 	f.md.Spec.OSMapping.Sign = nil
-	f.kubeconfig = writeKubeconfig(t, e.Kube)
+	f.kubeconfig = e.Kube.Kubeconfig(t)
 
 	var log bytes.Buffer
 	if err := f.build(t, &log); err == nil || err.Error() != "ModuleDay0 openshift-kmm/kiln-hello: spec.osMapping.build.dockerfileConfigMap: ConfigMap openshift-kmm/kmm-kmod-dockerfile not found" {
@@ -47,6 +48,12 @@ func TestKmodBuildFromCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The ModuleDay0 itself, whose status the build records.
+	live := f.md.DeepCopy()
+	live.ResourceVersion = ""
+	if err := e.Kube.Client.Create(t.Context(), live); err != nil {
+		t.Fatal(err)
+	}
 	log.Reset()
 	if err := f.build(t, &log); err != nil {
 		t.Fatalf("kmod-build from the cluster: %v\n%s", err, log.String())
@@ -60,18 +67,13 @@ func TestKmodBuildFromCluster(t *testing.T) {
 	if got := string(files["opt/lib/modules/"+kver+"/built-by"]); got != "kiln-hello\n" {
 		t.Errorf("/opt/lib/modules/%s/built-by = %q, want the ModuleDay0's name", kver, got)
 	}
-}
-
-func writeKubeconfig(t *testing.T, k *env.Kube) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["env"] = &clientcmdapi.Cluster{Server: k.Config.Host, CertificateAuthorityData: k.Config.CAData}
-	kc.AuthInfos["env"] = &clientcmdapi.AuthInfo{ClientCertificateData: k.Config.CertData, ClientKeyData: k.Config.KeyData, Token: k.Config.BearerToken}
-	kc.Contexts["env"] = &clientcmdapi.Context{Cluster: "env", AuthInfo: "env"}
-	kc.CurrentContext = "env"
-	if err := clientcmd.WriteToFile(*kc, p); err != nil {
+	// ModuleDay0 status reports what was built.
+	if err := e.Kube.Client.Get(t.Context(), client.ObjectKeyFromObject(live), live); err != nil {
 		t.Fatal(err)
 	}
-	return p
+	built := meta.FindStatusCondition(live.Status.Conditions, kmmv1beta1.ConditionBuilt)
+	if built == nil || built.Status != metav1.ConditionTrue || built.Reason != kmod.ReasonBuilt ||
+		!strings.Contains(built.Message, "built "+f.result(t, "KMOD_IMAGE_URL")) || live.Status.ImageDigest != f.result(t, "KMOD_IMAGE_DIGEST") {
+		t.Errorf("ModuleDay0 status after the build: %+v, imageDigest %q", built, live.Status.ImageDigest)
+	}
 }

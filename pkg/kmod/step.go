@@ -23,6 +23,9 @@ const BuildReportFile = "build.json"
 type SignOptions struct {
 	step.Options
 	step.RegistryOptions
+	// KubeOptions: with --source cluster the ModuleDay0's status records
+	// the signed image.
+	step.KubeOptions
 	// CertFile and KeyFile are the mounted Secrets of sign.certSecret and
 	// sign.keySecret (KMM's keys "cert" and "key").
 	CertFile, KeyFile string
@@ -33,6 +36,7 @@ type SignOptions struct {
 func (o *SignOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Options.AddFlags(fs)
 	o.RegistryOptions.AddFlags(fs)
+	o.KubeOptions.AddFlags(fs)
 	fs.StringVar(&o.CertFile, "cert-file", "/etc/kiln/kmod-signing-cert/cert", "signing certificate (sign.certSecret, key \"cert\")")
 	fs.StringVar(&o.KeyFile, "key-file", "/etc/kiln/kmod-signing-key/key", "signing key (sign.keySecret, key \"key\")")
 	fs.StringVar(&o.Hash, "hash", "sha256", "module signature hash: sha256, sha384 or sha512")
@@ -84,7 +88,10 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	ref := in.Target.Context().Digest(res.Digest.String()).String()
 	rep := KmodReport{Image: ref, Digest: res.Digest.String(), Kernel: res.KernelFullVersion, Signed: res.Signed}
-	return writeKmodResults(o.Options, ws, "sign.json", rep)
+	if err := writeKmodResults(o.Options, ws, "sign.json", rep); err != nil {
+		return err
+	}
+	return recordBuilt(ctx, o.KubeOptions, md, ReasonSigned, fmt.Sprintf("signed %d modules into %s", len(res.Signed), ref), rep.Digest, p)
 }
 
 func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
