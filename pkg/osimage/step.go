@@ -97,6 +97,9 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	p := step.NewProgress(s.Out, step.StageImageBuild)
 	r := RemoteFrom(o.RegistryOptions)
+	if err := o.kmodBase(ws, p); err != nil {
+		return err
+	}
 	if o.PayloadBase != "" && o.PayloadBase != o.Base {
 		p.Printf("preflight: %s against payload base %s", o.Base, o.PayloadBase)
 		if err := Preflight(ctx, r, o.PayloadBase, o.Base); err != nil {
@@ -129,6 +132,23 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		}
 	}
 	return results.Write()
+}
+
+// kmodBase makes this run's kmod image, when the kmod stages left one in
+// the workspace, the base of the layered image (DESIGN §3), with the given
+// --base (the payload's) as the preflight reference.
+func (o *BuildOptions) kmodBase(ws step.Workspace, p *step.Progress) error {
+	k, ok, err := ws.KmodImage()
+	if err != nil || !ok {
+		return err
+	}
+	if o.PayloadBase == "" {
+		o.PayloadBase = o.Base
+	}
+	p.Printf("base: kmod image %s (payload base %s)", k.Image, o.PayloadBase)
+	o.Base = k.Image
+	o.KmodDigests = append(o.KmodDigests, k.Digest)
+	return nil
 }
 
 // build takes the fast path unless user content or the config needs a

@@ -9,7 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -103,5 +107,63 @@ func TestImageBuildStepPreflightFailsClosed(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(results); len(entries) > 0 {
 		t.Errorf("results written after a failed preflight: %v", entries)
+	}
+}
+
+// TestImageBuildStepKmodBase: when the kmod stages left an image in the
+// workspace, it is the base (the payload base becomes the preflight
+// reference) and its digest is recorded among the kmod digests.
+func TestImageBuildStepKmodBase(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	payloadBase := pushBase(t, reg.Host, "base/os:1", 2)
+	kmodLayer, err := random.Layer(4096, types.OCILayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kmodImg, err := mutate.AppendLayers(payloadBase, kmodLayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kref, _ := name.ParseReference(reg.Host+"/kmods/os:1", name.Insecure)
+	if err := remote.Write(kref, kmodImg); err != nil {
+		t.Fatal(err)
+	}
+	kd, _ := kmodImg.Digest()
+	work, results := t.TempDir(), t.TempDir()
+	writeRendered(t, work, renderedMC(t, "rendered-worker-kmod", sampleConfig(t, "hi")))
+	os.MkdirAll(filepath.Join(work, "kmod"), 0o755)
+	kmodRef := kref.Context().Digest(kd.String()).String()
+	if err := os.WriteFile(filepath.Join(work, "kmod", "sign.json"), []byte(`{"image":"`+kmodRef+`","digest":"`+kd.String()+`"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
+		RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
+		Base:            reg.Host + "/base/os:1", Repository: reg.Host + "/kiln/os", Source: DefaultSource}
+	var out bytes.Buffer
+	if err := o.Run(context.Background(), step.Streams{Out: &out, Err: &out}); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	rep, err := ReadReport(ReportPath(filepath.Join(work, "image")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Base != kmodRef || len(rep.KmodDigests) != 1 || rep.KmodDigests[0] != kd.String() {
+		t.Errorf("report base %s kmod digests %v, want %s and [%s]", rep.Base, rep.KmodDigests, kmodRef, kd)
+	}
+	if !strings.Contains(out.String(), "preflight: "+kmodRef+" against payload base "+reg.Host+"/base/os:1") {
+		t.Errorf("no preflight of the kmod image against the payload base:\n%s", out.String())
+	}
+	img, err := remote.Image(mustRef(t, rep.Ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := img.Layers()
+	kl, _ := kmodImg.Layers()
+	for i := range kl {
+		a, _ := kl[i].Digest()
+		b, _ := layers[i].Digest()
+		if a != b {
+			t.Fatalf("layer %d of the image is not the kmod image's", i)
+		}
 	}
 }

@@ -1,6 +1,8 @@
 package step
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,4 +60,34 @@ func (w Workspace) Ensure(stage string) (string, error) {
 		return "", fmt.Errorf("preparing workspace folder %s: %w", dir, err)
 	}
 	return dir, nil
+}
+
+// KmodImage is what kmod-build and kmod-sign leave in kmod/ for
+// image-build: the image (by digest) that becomes the layered image's base.
+type KmodImage struct {
+	Image  string `json:"image"`
+	Digest string `json:"digest"`
+}
+
+// KmodImage returns the kmod image of this run: kmod-sign's output, else
+// kmod-build's, else ok=false. image-build reads it from the workspace, not
+// from task results: in Tekton a task that references a skipped task's
+// results is skipped too, and the kmod tasks are skipped for pools without
+// a ModuleDay0.
+func (w Workspace) KmodImage() (KmodImage, bool, error) {
+	for _, f := range []string{"sign.json", "build.json"} {
+		b, err := os.ReadFile(filepath.Join(w.StageDir(StageKmodSign), f))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return KmodImage{}, false, fmt.Errorf("reading kmod/%s: %w", f, err)
+		}
+		var k KmodImage
+		if err := json.Unmarshal(b, &k); err != nil || k.Image == "" {
+			return KmodImage{}, false, fmt.Errorf("reading kmod/%s: not a kmod report (%v)", f, err)
+		}
+		return k, true, nil
+	}
+	return KmodImage{}, false, nil
 }
