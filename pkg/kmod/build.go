@@ -165,45 +165,40 @@ func (o *BuildOptions) plan(ctx context.Context, r osimage.Remote, ws step.Works
 
 // reportExisting: nothing to build, so the results name containerImage.
 func (o *BuildOptions) reportExisting(ctx context.Context, r osimage.Remote, ws step.Workspace, md *kmmv1beta1.ModuleDay0) error {
-	ref, err := r.ParseRef(md.Spec.OSMapping.ContainerImage)
+	rep, ok, err := existing(ctx, r, md.Spec.OSMapping.ContainerImage)
+	if err == nil && !ok {
+		err = fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage %s: %w", md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, osimage.ErrNotFound)
+	}
 	if err != nil {
 		return err
 	}
-	opts, err := r.Options(ctx)
-	if err != nil {
-		return err
-	}
-	desc, err := remote.Head(ref, opts...)
-	if err != nil {
-		return osimage.Classify(err, "reading spec.osMapping.containerImage", ref.String())
-	}
-	res := o.Results()
-	if err := res.Set("KMOD_IMAGE_URL", ref.Context().Digest(desc.Digest.String()).String()); err != nil {
-		return err
-	}
-	if err := res.Set("KMOD_IMAGE_DIGEST", desc.Digest.String()); err != nil {
-		return err
-	}
-	return res.Write()
+	// The report names the existing image too: image-build layers on it.
+	return writeKmodResults(o.Options, ws, BuildReportFile, rep)
 }
 
 func imageExists(ctx context.Context, r osimage.Remote, image string) (bool, error) {
+	_, ok, err := existing(ctx, r, image)
+	return ok, err
+}
+
+// existing returns image by digest when it is in its registry.
+func existing(ctx context.Context, r osimage.Remote, image string) (KmodReport, bool, error) {
 	ref, err := r.ParseRef(image)
 	if err != nil {
-		return false, err
+		return KmodReport{}, false, err
 	}
 	opts, err := r.Options(ctx)
 	if err != nil {
-		return false, err
+		return KmodReport{}, false, err
 	}
-	_, err = remote.Head(ref, opts...)
-	if err == nil {
-		return true, nil
+	desc, err := remote.Head(ref, opts...)
+	if err != nil {
+		if err = osimage.Classify(err, "reading", image); errors.Is(err, osimage.ErrNotFound) {
+			return KmodReport{}, false, nil
+		}
+		return KmodReport{}, false, err
 	}
-	if err = osimage.Classify(err, "reading", image); errors.Is(err, osimage.ErrNotFound) {
-		return false, nil
-	}
-	return false, err
+	return KmodReport{Image: ref.Context().Digest(desc.Digest.String()).String(), Digest: desc.Digest.String()}, true, nil
 }
 
 func osKernel(ctx context.Context, r osimage.Remote, image string) (string, error) {

@@ -238,6 +238,16 @@ func TestKmodBuildSignCompose(t *testing.T) {
 		t.Errorf("second kmod-build: KMOD_IMAGE_URL %s, want the signed %s; log:\n%s", got, signedRef, log.String())
 	}
 
+	// And a second kmod-sign signs nothing: no layer is stacked on the
+	// signed image.
+	log.Reset()
+	if err := f.sign(t, &log); err != nil {
+		t.Fatalf("second kmod-sign: %v\n%s", err, log.String())
+	}
+	if got := f.result(t, "KMOD_IMAGE_URL"); got != signedRef || !strings.Contains(log.String(), "nothing to sign") {
+		t.Errorf("second kmod-sign: KMOD_IMAGE_URL %s, want the signed %s unchanged; log:\n%s", got, signedRef, log.String())
+	}
+
 	// Composition: the signed kmod image is image-build's base.
 	mc := renderedWithFile(t, "/etc/kiln-kmod.conf", "options kiln_hello debug=1\n")
 	res, err := osimage.Build(t.Context(), osimage.Remote{Insecure: []string{e.Registry.Host}}, osimage.BuildInput{

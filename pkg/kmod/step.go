@@ -68,6 +68,15 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	r := osimage.RemoteFrom(o.RegistryOptions)
+	p := step.NewProgress(s.Out, step.StageKmodSign)
+	// Seed 003 signs only when containerImage does not exist yet: a rerun
+	// must not stack another signed layer on the signed image.
+	if rep, ok, err := existing(ctx, r, md.Spec.OSMapping.ContainerImage); err != nil {
+		return err
+	} else if ok {
+		p.Printf("ModuleDay0 %s/%s: containerImage %s exists; nothing to sign", md.Namespace, md.Name, rep.Image)
+		return writeKmodResults(o.Options, ws, "sign.json", rep)
+	}
 	src, err := o.source(ws, md)
 	if err != nil {
 		return err
@@ -77,7 +86,6 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	in.Signer = signer
-	p := step.NewProgress(s.Out, step.StageKmodSign)
 	p.Printf("signing %v in %s for ModuleDay0 %s/%s", md.Spec.OSMapping.Sign.FilesToSign, src, md.Namespace, md.Name)
 	res, err := SignImage(ctx, in)
 	if err != nil {
