@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,12 @@ import (
 func TestRepositoryTasksAndPipelines(t *testing.T) {
 	ctx := context.Background()
 	tasks, _ := filepath.Glob("../../tasks/*.yaml")
+	loaded := map[string]*tektonv1.Task{}
+	for _, p := range tasks {
+		if task, err := LoadTask(ctx, p); err == nil {
+			loaded[task.Name] = task
+		}
+	}
 	for _, p := range tasks {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			task, err := LoadTask(ctx, p)
@@ -31,8 +38,12 @@ func TestRepositoryTasksAndPipelines(t *testing.T) {
 	pipelines, _ := filepath.Glob("../../pipelines/*.yaml")
 	for _, p := range pipelines {
 		t.Run(filepath.Base(p), func(t *testing.T) {
-			if _, err := LoadPipeline(ctx, p); err != nil {
+			pl, err := LoadPipeline(ctx, p)
+			if err != nil {
 				t.Fatal(err)
+			}
+			if err := CheckPipelineTasks(pl, loaded); err != nil {
+				t.Error(err)
 			}
 		})
 	}
