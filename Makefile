@@ -35,10 +35,11 @@ tools: ## install test tools: Debian packages, kube-apiserver, controller-gen
 generate: tools ## regenerate deepcopy code and CRDs (config/crd)
 	bash hack/generate.sh "$(CONTROLLER_GEN)"
 
-lint: ## gofmt + go vet
+lint: ## gofmt + go vet + go.mod tidy
 	@out="$$(gofmt -l $$(git ls-files '*.go'; git ls-files --others --exclude-standard '*.go'))"; \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet -tags=$(GOTAGS),pins ./...
+	@go mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
 
 test: tools ## run all tests, integration tests included (real apiserver, registry, buildah)
 	go test $(GOFLAGS_BUILD) $(TEST_FLAGS) ./...
