@@ -108,22 +108,13 @@ func (p *pass) capiDecide(ctx context.Context, cc CAPICluster, ms *unstructured.
 	}
 	// MachineSets of a MachineDeployment are owned: the MachineDeployment's
 	// own template decides (not handled yet; see the README).
-	if r := ownershipGuard(ms); r != "" {
-		return skip(r)
-	}
+	// MachineSets of a MachineDeployment are owned, so skipped: the
+	// MachineDeployment's own template decides (not handled yet; see the
+	// README).
 	tmplLabels, _, _ := unstructured.NestedStringMap(ms.Object, "spec", "template", "metadata", "labels")
-	if r := osGuardLabels(ms.GetLabels(), tmplLabels); r != "" {
-		return skip(r)
-	}
-	if err := p.ensureStable(ctx); err != nil {
-		return &clusterError{err}
-	}
-	arch, reason, err := archOf(ms, p.cv, p.DefaultArch)
-	if err != nil {
-		return err
-	}
-	if reason != "" {
-		return skip(reason)
+	arch, reason, err := p.guards(ctx, ms, tmplLabels)
+	if err != nil || reason != "" {
+		return errOrSkip(err, reason, skip)
 	}
 	ref, err := infraRef(ms)
 	if err != nil {

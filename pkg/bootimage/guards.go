@@ -9,7 +9,6 @@ import (
 
 	"github.com/coreos/stream-metadata-go/arch"
 	configv1 "github.com/openshift/api/config/v1"
-	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -31,15 +30,11 @@ func ownershipGuard(ms metav1.Object) string {
 	return ""
 }
 
-// osGuard skips MachineSets of another OS stream and Windows ones. A
-// MachineSet without the stream label predates dual streams and is managed.
-// MCO does not count these as skipped; kiln counts and reports every skip.
-func osGuard(ms *machinev1beta1.MachineSet) string {
-	return osGuardLabels(ms.Labels, ms.Spec.Template.Labels)
-}
-
-// osGuardLabels is osGuard on the MachineSet's and its machine template's
-// labels (Machine API and Cluster API alike).
+// osGuardLabels skips MachineSets of another OS stream and Windows ones,
+// from the MachineSet's and its machine template's labels (Machine API and
+// Cluster API alike). A MachineSet without the stream label predates dual
+// streams and is managed. MCO does not count these as skipped; kiln counts
+// and reports every skip.
 func osGuardLabels(setLabels, templateLabels map[string]string) string {
 	if s, ok := setLabels[OSStreamLabel]; ok && s != SupportedOSStream {
 		return fmt.Sprintf("%s (%q)", ReasonOSStream, s)

@@ -14,6 +14,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
@@ -257,27 +258,40 @@ func (p *pass) one(ctx context.Context, ms *machinev1beta1.MachineSet) error {
 	})
 }
 
+// guards runs the guards shared by Machine API and Cluster API
+// MachineSets, in the order the issue gives: ownerReference, osstream and
+// Windows labels, a stable cluster, architecture. It returns the
+// architecture, or the reason to skip.
+func (p *pass) guards(ctx context.Context, ms metav1.Object, templateLabels map[string]string) (arch, skip string, err error) {
+	if r := ownershipGuard(ms); r != "" {
+		return "", r, nil
+	}
+	if r := osGuardLabels(ms.GetLabels(), templateLabels); r != "" {
+		return "", r, nil
+	}
+	if err := p.ensureStable(ctx); err != nil {
+		return "", "", &clusterError{err}
+	}
+	return archOf(ms, p.cv, p.DefaultArch)
+}
+
+// errOrSkip returns err, or records the skip.
+func errOrSkip(err error, reason string, skip func(string) error) error {
+	if err != nil {
+		return err
+	}
+	return skip(reason)
+}
+
 func (p *pass) decideAndPatch(ctx context.Context, ms *machinev1beta1.MachineSet) error {
 	skip := func(reason string) error {
 		p.report.Skipped = append(p.report.Skipped, Outcome{Name: ms.Name, Reason: reason})
 		p.logf("MachineSet %s: skipped: %s", ms.Name, reason)
 		return nil
 	}
-	if r := ownershipGuard(ms); r != "" {
-		return skip(r)
-	}
-	if r := osGuard(ms); r != "" {
-		return skip(r)
-	}
-	if err := p.ensureStable(ctx); err != nil {
-		return &clusterError{err}
-	}
-	arch, reason, err := archOf(ms, p.cv, p.DefaultArch)
-	if err != nil {
-		return err
-	}
-	if reason != "" {
-		return skip(reason)
+	arch, reason, err := p.guards(ctx, ms, ms.Spec.Template.Labels)
+	if err != nil || reason != "" {
+		return errOrSkip(err, reason, skip)
 	}
 	if p.updater == nil {
 		return skip(ReasonPlatformNotSupported)
