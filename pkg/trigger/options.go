@@ -5,10 +5,10 @@
 package trigger
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -28,6 +28,13 @@ type Options struct {
 	// MetricsAddr and LeaderElect configure the controller manager.
 	MetricsAddr string
 	LeaderElect bool
+	// ProbeAddr serves /healthz and /readyz.
+	ProbeAddr string
+	// Settle and MaxSettle coalesce bursts of edits into one run.
+	Settle, MaxSettle time.Duration
+	// Insecure lists registries reached over plain HTTP when a payload
+	// image tag is resolved.
+	Insecure []string
 }
 
 // AddFlags registers the trigger's flags.
@@ -39,6 +46,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Output, "output", "_output", "local mode: folder for the resulting manifests")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "use leader election (cluster mode)")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.DurationVar(&o.Settle, "settle", 2*time.Second, "quiet time after the last input change before a pool's run is made")
+	fs.DurationVar(&o.MaxSettle, "max-settle", 30*time.Second, "longest wait for a burst of changes to end")
+	fs.StringSliceVar(&o.Insecure, "insecure-registry", nil, "registry (host[:port]) reached over plain HTTP")
 }
 
 // Validate checks the flag combination.
@@ -55,10 +66,3 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Run starts the trigger.
-func Run(ctx context.Context, o Options) error {
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	return errors.New("the trigger controller is not available in this build (it lands with issue #8)")
-}

@@ -1,0 +1,105 @@
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// reconcileBootImages starts the standalone bootimages pipeline when the
+// boot image stream (or managedBootImages) changed alone. When a payload
+// upgrade changes the OS image too, the boot-image pools' node-image runs
+// end with the bootimages stage, and this stays out of their way.
+func (c *Controller) reconcileBootImages(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if w := c.settle.wait(bootImagesKey.Name); w > 0 {
+		return reconcile.Result{RequeueAfter: w}, nil
+	}
+	sum, err := c.bootImagesDigest(ctx)
+	if err != nil || sum == "" {
+		return reconcile.Result{}, err
+	}
+	var list pipelinev1.PipelineRunList
+	if err := c.APIReader.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing PipelineRuns: %w", err)
+	}
+	for i := range list.Items {
+		r := &list.Items[i]
+		boot := r.Annotations[AnnotBootImages]
+		if boot == sum {
+			return reconcile.Result{}, nil // done, or under way
+		}
+		if boot != "" && stateOf(r) != runDone {
+			// One writer of MachineSets at a time; its end requeues us.
+			return reconcile.Result{}, nil
+		}
+	}
+	var w world
+	if err := c.loadConfig(ctx, &w); err != nil {
+		log.FromContext(ctx).Info("no standalone bootimages run", "error", err.Error())
+		return reconcile.Result{}, nil
+	}
+	coming, err := c.nodeImageRunComing(ctx, w.config)
+	if err != nil || coming {
+		return reconcile.Result{RequeueAfter: 2 * max(c.Settle, 1)}, err
+	}
+	p, _, err := c.loadPipeline(ctx, w.config.BootImagesPipeline)
+	if err != nil {
+		log.FromContext(ctx).Info("no standalone bootimages run", "error", err.Error())
+		return reconcile.Result{}, nil
+	}
+	pr := BuildBootImagesRun(w.config, c.Namespace, sum, pipelineTasks(p))
+	if err := validateRun(ctx, pr); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.Client.Create(ctx, pr); err != nil && !apierrors.IsAlreadyExists(err) {
+		return reconcile.Result{}, fmt.Errorf("creating PipelineRun %s: %w", pr.Name, err)
+	} else if err == nil {
+		metricCreated.WithLabelValues("", TriggerPayload).Inc()
+		log.FromContext(ctx).Info("created standalone bootimages run", "run", pr.Name)
+	}
+	return reconcile.Result{}, nil
+}
+
+// nodeImageRunComing: some enabled boot-image pool has inputs no run
+// exists for yet, so its node-image run, bootimages stage included, is
+// about to be made (the payload changed the OS image as well).
+func (c *Controller) nodeImageRunComing(ctx context.Context, cfg Config) (bool, error) {
+	var pools mcfgv1.MachineConfigPoolList
+	if err := c.Client.List(ctx, &pools, client.MatchingLabels{LabelEnabled: "true"}); err != nil {
+		return false, err
+	}
+	for i := range pools.Items {
+		p := &pools.Items[i]
+		if !cfg.UpdatesBootImages(p.Name) {
+			continue
+		}
+		var w world
+		if err := c.loadConfig(ctx, &w); err != nil {
+			return false, err
+		}
+		err := c.loadInputs(ctx, p, &w)
+		var e *Error
+		if errors.As(err, &e) {
+			continue // that pool makes no run; its events say why
+		}
+		if err != nil {
+			return false, err
+		}
+		var pr pipelinev1.PipelineRun
+		err = c.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: RunName(p.Name, w.fp.Sum)}, &pr)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}

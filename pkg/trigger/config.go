@@ -1,0 +1,152 @@
+package trigger
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// ConfigName is the ConfigMap, in the trigger's namespace, that says how
+// PipelineRuns are made.
+const ConfigName = "kiln-config"
+
+// Keys of the kiln-config ConfigMap.
+const (
+	keyRepository         = "repository"
+	keyPipeline           = "pipeline"
+	keyBootImagesPipeline = "bootImagesPipeline"
+	keyParams             = "params"
+	keyWorkspaces         = "workspaces"
+	keyBootImagePools     = "bootImagePools"
+	keyTimeout            = "timeout"
+	keySAPrefix           = "serviceAccountPrefix"
+)
+
+// Config is the parsed kiln-config ConfigMap. It is a value: Parse builds
+// it once per change and reconcilers only read it.
+type Config struct {
+	// Repository receives each pool's images; "{pool}" is replaced by the
+	// pool's name.
+	Repository string
+	// Pipeline and BootImagesPipeline name the Pipelines in the namespace.
+	Pipeline, BootImagesPipeline string
+	// Params are passed to every node-image run (e.g. kiln-image, canary).
+	Params map[string]string
+	// Workspaces are bound on every run: work, signing-key, public-key, …
+	Workspaces []pipelinev1.WorkspaceBinding
+	// BootImagePools are the pools whose run ends with the bootimages
+	// stage (DESIGN §1: worker-role pools by default).
+	BootImagePools []string
+	// Timeout bounds a whole run.
+	Timeout time.Duration
+	// ServiceAccountPrefix names each task's ServiceAccount: prefix +
+	// pipeline task name (config/ makes kiln-render, kiln-rollout, …).
+	// Empty leaves the namespace's default ServiceAccount.
+	ServiceAccountPrefix string
+}
+
+// reserved params are the trigger's own; kiln-config may not set them.
+var reserved = map[string]bool{"pool": true, "repository": true, "update-boot-images": true, "kmod-rebuild": true}
+
+// ParseConfig reads kiln-config. Every error names the ConfigMap and key.
+func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
+	if cm == nil {
+		return Config{}, fmt.Errorf("ConfigMap %s not found: the trigger needs it to make PipelineRuns", ConfigName)
+	}
+	where := func(key string) string { return fmt.Sprintf("ConfigMap %s/%s: data.%s", cm.Namespace, cm.Name, key) }
+	d := cm.Data
+	c := Config{
+		Repository:           strings.TrimSpace(d[keyRepository]),
+		Pipeline:             orDefault(d[keyPipeline], "kiln-node-image"),
+		BootImagesPipeline:   orDefault(d[keyBootImagesPipeline], "kiln-bootimages"),
+		ServiceAccountPrefix: "kiln-",
+		Timeout:              3 * time.Hour,
+		BootImagePools:       []string{"worker"},
+	}
+	if c.Repository == "" {
+		return Config{}, fmt.Errorf("%s is empty: name the repository for the pools' images, e.g. quay.io/org/os-{pool}", where(keyRepository))
+	}
+	if strings.ContainsAny(c.Repository, "@ \t") {
+		return Config{}, fmt.Errorf("%s %q: want a repository without tag or digest", where(keyRepository), c.Repository)
+	}
+	if v, ok := d[keySAPrefix]; ok {
+		c.ServiceAccountPrefix = strings.TrimSpace(v)
+	}
+	if v, ok := d[keyBootImagePools]; ok {
+		c.BootImagePools = splitList(v)
+	}
+	if v := strings.TrimSpace(d[keyTimeout]); v != "" {
+		t, err := time.ParseDuration(v)
+		if err != nil || t <= 0 {
+			return Config{}, fmt.Errorf("%s %q: want a positive duration such as 3h", where(keyTimeout), v)
+		}
+		c.Timeout = t
+	}
+	if v := d[keyParams]; strings.TrimSpace(v) != "" {
+		if err := yaml.UnmarshalStrict([]byte(v), &c.Params); err != nil {
+			return Config{}, fmt.Errorf("%s: want a map of param name to string: %w", where(keyParams), err)
+		}
+		for _, k := range sortedKeys(c.Params) {
+			if reserved[k] {
+				return Config{}, fmt.Errorf("%s: param %q is set by the trigger per pool", where(keyParams), k)
+			}
+		}
+	}
+	if v := d[keyWorkspaces]; strings.TrimSpace(v) != "" {
+		if err := yaml.UnmarshalStrict([]byte(v), &c.Workspaces); err != nil {
+			return Config{}, fmt.Errorf("%s: want a list of Tekton workspace bindings: %w", where(keyWorkspaces), err)
+		}
+		seen := map[string]bool{}
+		for i, w := range c.Workspaces {
+			if w.Name == "" || seen[w.Name] {
+				return Config{}, fmt.Errorf("%s[%d]: name %q is empty or repeated", where(keyWorkspaces), i, w.Name)
+			}
+			seen[w.Name] = true
+		}
+	}
+	return c, nil
+}
+
+// RepositoryFor is the image repository of pool's images.
+func (c Config) RepositoryFor(pool string) string {
+	return strings.ReplaceAll(c.Repository, "{pool}", pool)
+}
+
+// UpdatesBootImages reports whether pool's run ends with bootimages.
+func (c Config) UpdatesBootImages(pool string) bool {
+	for _, p := range c.BootImagePools {
+		if p == pool || p == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func orDefault(v, def string) string {
+	if v = strings.TrimSpace(v); v != "" {
+		return v
+	}
+	return def
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		out = append(out, f)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,175 @@
+package trigger
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+)
+
+func mcWithKernelArg(name, arg string) *mcfgv1.MachineConfig {
+	return &mcfgv1.MachineConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), ResourceVersion: arg},
+		Spec:       mcfgv1.MachineConfigSpec{KernelArguments: []string{arg}, Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}},
+	}
+}
+
+func TestFingerprintParts(t *testing.T) {
+	var h SpecHasher
+	base := Inputs{
+		MachineConfigs:  []*mcfgv1.MachineConfig{mcWithKernelArg("00-worker", "a"), mcWithKernelArg("50-x", "b")},
+		BaseImage:       "quay.io/os@sha256:1111",
+		ExtensionsImage: "quay.io/ext@sha256:2222",
+		PipelineVersion: "0.1",
+	}
+	f0, err := h.Compute(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f0.Sum) != 32 || len(RunName("worker", f0.Sum)) != len("kiln-worker-")+10 {
+		t.Fatalf("fingerprint %q: want 32 hex digits", f0.Sum)
+	}
+	reordered := base
+	reordered.MachineConfigs = []*mcfgv1.MachineConfig{base.MachineConfigs[1], base.MachineConfigs[0]}
+	if f, _ := h.Compute(reordered); f.Sum != f0.Sum {
+		t.Fatal("the order MCs are listed in changed the fingerprint")
+	}
+	md := &kmmv1beta1.ModuleDay0{ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: "kiln"}}
+	md.Spec.OSMapping.ContainerImage = "quay.io/kmod:1"
+	for _, tc := range []struct {
+		name   string
+		change func(in *Inputs)
+		want   string
+	}{
+		{"mc spec", func(in *Inputs) { in.MachineConfigs = []*mcfgv1.MachineConfig{mcWithKernelArg("00-worker", "z"), base.MachineConfigs[1]} }, TriggerMachineConfig},
+		{"mc added", func(in *Inputs) { in.MachineConfigs = append(in.MachineConfigs, mcWithKernelArg("60-y", "c")) }, TriggerMachineConfig},
+		{"base image", func(in *Inputs) { in.BaseImage = "quay.io/os@sha256:3333" }, TriggerPayload},
+		{"extensions image", func(in *Inputs) { in.ExtensionsImage = "quay.io/ext@sha256:4444" }, TriggerPayload},
+		{"moduleday0", func(in *Inputs) { in.ModuleDay0 = md }, TriggerModuleDay0},
+		{"pipeline version", func(in *Inputs) { in.PipelineVersion = "0.2" }, TriggerManual},
+		{"rebuild annotation", func(in *Inputs) { in.Rebuild = "2026-11-23" }, TriggerManual},
+		{"payload and mc: payload wins", func(in *Inputs) {
+			in.BaseImage = "quay.io/os@sha256:5555"
+			in.MachineConfigs = in.MachineConfigs[:1]
+		}, TriggerPayload},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := base
+			in.MachineConfigs = append([]*mcfgv1.MachineConfig(nil), base.MachineConfigs...)
+			tc.change(&in)
+			f, err := h.Compute(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Sum == f0.Sum {
+				t.Fatal("fingerprint did not change")
+			}
+			prev := decodeParts(encodeParts(f0.Parts))
+			if got := f.Changed(prev); got != tc.want {
+				t.Fatalf("trigger = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := f0.Changed(nil); got != TriggerMachineConfig {
+		t.Fatalf("first run's trigger = %q", got)
+	}
+}
+
+// The spec cache must not serve a stale digest once an MC changes.
+func TestSpecHasherCache(t *testing.T) {
+	var h SpecHasher
+	mc := mcWithKernelArg("a", "1")
+	s1, _ := h.sum(mc)
+	mc.Spec.KernelArguments = []string{"2"}
+	mc.ResourceVersion = "2"
+	s2, _ := h.sum(mc)
+	if s1 == s2 {
+		t.Fatal("changed spec, same digest")
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	cm := func(data map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigName, Namespace: "kiln"}, Data: data}
+	}
+	good := map[string]string{
+		"repository":     "registry.example/os-{pool}",
+		"params":         "kiln-image: ghcr.io/kiln-dev/kiln-steps:v0.1.0\ncanary: \"1\"\n",
+		"workspaces":     "- name: work\n  volumeClaimTemplate:\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}\n- name: signing-key\n  secret: {secretName: cosign}\n",
+		"timeout":        "90m",
+		"bootImagePools": "worker, infra",
+	}
+	c, err := ParseConfig(cm(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RepositoryFor("infra") != "registry.example/os-infra" || c.Timeout != 90*time.Minute ||
+		!c.UpdatesBootImages("infra") || c.UpdatesBootImages("master") || c.Params["canary"] != "1" ||
+		len(c.Workspaces) != 2 || c.Pipeline != "kiln-node-image" || c.ServiceAccountPrefix != "kiln-" {
+		t.Fatalf("parsed %+v", c)
+	}
+	for _, tc := range []struct {
+		name, key, value, want string
+	}{
+		{"no repository", "repository", "", "data.repository is empty"},
+		{"digest in repository", "repository", "r.example/os@sha256:00", "without tag or digest"},
+		{"bad timeout", "timeout", "soon", "data.timeout"},
+		{"params not a map", "params", "- a\n- b", "data.params"},
+		{"reserved param", "params", "pool: master", `param "pool" is set by the trigger`},
+		{"unknown workspace field", "workspaces", "- name: work\n  bogus: 1", "data.workspaces"},
+		{"repeated workspace", "workspaces", "- name: work\n  emptyDir: {}\n- name: work\n  emptyDir: {}", `data.workspaces[1]: name "work"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := map[string]string{}
+			for k, v := range good {
+				d[k] = v
+			}
+			d[tc.key] = tc.value
+			_, err := ParseConfig(cm(d))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ConfigMap kiln/kiln-config") {
+				t.Fatalf("error %v, want it to name ConfigMap kiln/kiln-config and say %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseConfig(f *testing.F) {
+	f.Add("r.example/os", "a: b", "- name: work\n  emptyDir: {}", "1h", "worker")
+	f.Add("", "", "", "", "")
+	f.Fuzz(func(t *testing.T, repo, params, workspaces, timeout, pools string) {
+		c, err := ParseConfig(&corev1.ConfigMap{Data: map[string]string{
+			"repository": repo, "params": params, "workspaces": workspaces, "timeout": timeout, "bootImagePools": pools,
+		}})
+		if err != nil {
+			return
+		}
+		if c.Repository == "" || c.Timeout <= 0 {
+			t.Fatalf("accepted config without repository or timeout: %+v", c)
+		}
+		for k := range c.Params {
+			if reserved[k] {
+				t.Fatalf("accepted reserved param %q", k)
+			}
+		}
+	})
+}
+
+func FuzzDecodeParts(f *testing.F) {
+	f.Add("manual=aa,pipeline=bb,payload=cc,moduleday0=dd,machineconfigs=ee")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		parts := decodeParts(s)
+		for _, p := range partOrder {
+			if strings.Contains(parts[p], ",") {
+				t.Fatalf("part %s = %q holds a separator", p, parts[p])
+			}
+		}
+	})
+}

@@ -1,0 +1,150 @@
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kiln-dev/kiln/pkg/apis"
+	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/payload"
+)
+
+// Run starts the trigger.
+func Run(ctx context.Context, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.Source != "cluster" {
+		return errors.New("local mode (--source dir:PATH --once) lands with issue #9; use --source cluster")
+	}
+	ctrl.SetLogger(zap.New())
+	cfg, err := restConfig(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	mgr, err := NewManager(cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return rest.InClusterConfig()
+	}
+	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+// NewManager builds the controller manager with the trigger's reconcilers
+// and seed 003's ModuleDay0 sync. Tests start it in-process against
+// test/env.
+func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	scheme, err := apis.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "kiln-trigger.kiln.dev",
+		LeaderElectionNamespace: o.Namespace,
+		// The cache holds only what the trigger reads: the payload's and
+		// kiln's ConfigMaps, and kiln's own runs.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{
+				payload.Namespace: {}, o.Namespace: {},
+			}},
+			&pipelinev1.PipelineRun{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}, Label: managed},
+			&pipelinev1.Pipeline{}:    {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the controller manager: %w", err)
+	}
+	resolve := payload.ResolveOptions{Insecure: o.Insecure}
+	c := &Controller{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.Namespace,
+		Recorder: mgr.GetEventRecorderFor("kiln-trigger"),
+		Settle:   o.Settle, MaxSettle: o.MaxSettle,
+		Resolve: func(ctx context.Context, ref string) (string, error) {
+			return payload.Resolve(ctx, ref, resolve)
+		},
+		OSVersion: func(ctx context.Context, ref string) (string, error) { return osVersion(ctx, ref, o.Insecure) },
+	}
+	if err := c.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the trigger: %w", err)
+	}
+	sync := &kmod.Sync{
+		Client: mgr.GetClient(), Namespace: o.Namespace,
+		Recorder: mgr.GetEventRecorderFor("kiln-kmm-day0"),
+		Exists:   kmod.RemoteExists(registryOptions(o.Insecure)...),
+	}
+	if err := sync.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the ModuleDay0 sync: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("cache", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches are not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// registryOptions: kmod.RemoteExists takes one set of options for every
+// registry, so any insecure registry makes plain HTTP allowed for all
+// (go-containerregistry still tries HTTPS first).
+func registryOptions(insecure []string) []name.Option {
+	if len(insecure) > 0 {
+		return []name.Option{name.Insecure}
+	}
+	return nil
+}
+
+// osVersion reads an OS image's "version" label (RHCOS sets it), which
+// seed 003's upgrade rule compares with the nodes' osImage.
+func osVersion(ctx context.Context, ref string, insecure []string) (string, error) {
+	r, err := name.ParseReference(ref)
+	if err == nil && slices.Contains(insecure, r.Context().RegistryStr()) {
+		r, err = name.ParseReference(ref, name.Insecure)
+	}
+	if err != nil {
+		return "", err
+	}
+	img, err := remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	if err != nil {
+		return "", err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	return cf.Config.Labels["version"], nil
+}

@@ -1,0 +1,207 @@
+package trigger
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+)
+
+// Labels and annotations on the PipelineRuns the trigger makes.
+const (
+	LabelPool        = "kiln.dev/pool"
+	LabelFingerprint = "kiln.dev/fingerprint"
+	LabelTrigger     = "kiln.dev/trigger"
+	// LabelPipeline tells node-image runs from standalone bootimages runs.
+	LabelPipeline = "kiln.dev/pipeline"
+	// LabelManagedBy selects the trigger's runs for its cache.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "kiln-trigger"
+	// AnnotParts records each fingerprint part (see Fingerprint.Changed).
+	AnnotParts = "kiln.dev/fingerprint-parts"
+	// AnnotBootImages records the coreos-bootimages digest a run with the
+	// bootimages stage was made under, so the standalone bootimages
+	// pipeline knows the stream is taken care of.
+	AnnotBootImages = "kiln.dev/bootimages"
+	// AnnotRebuild on a MachineConfigPool asks for a run of unchanged
+	// inputs: set it to any new value.
+	AnnotRebuild = "kiln.dev/rebuild"
+
+	pipelineNodeImage  = "node-image"
+	pipelineBootImages = "bootimages"
+)
+
+// RunName is the deterministic name of pool's run for fingerprint sum: a
+// second create of the same fingerprint fails with AlreadyExists, which is
+// what makes restarts and concurrent reconciles safe.
+func RunName(pool, sum string) string { return "kiln-" + pool + "-" + sum[:10] }
+
+// rolloutTasks are the pipeline tasks that change the cluster. A run that
+// reached one is allowed to finish; cancelling it mid-way would leave a
+// pool half-updated.
+var rolloutTasks = map[string]bool{"rollout": true, "bootimages": true}
+
+// runState is what the trigger needs to know of a PipelineRun.
+type runState int
+
+const (
+	runPending  runState = iota // spec.status PipelineRunPending
+	runActive                   // started or about to, before rollout
+	runRollout                  // reached rollout or bootimages
+	runDone                     // finished, or asked to stop
+)
+
+func stateOf(pr *pipelinev1.PipelineRun) runState {
+	switch {
+	case pr.IsDone():
+		return runDone
+	case pr.Spec.Status == pipelinev1.PipelineRunSpecStatusPending:
+		return runPending
+	case reachedRollout(pr):
+		// Checked before the cancel flags: a run that reached rollout
+		// finishes its rollout and its finally tasks even when told to stop.
+		return runRollout
+	case pr.Spec.Status != "":
+		return runDone
+	}
+	return runActive
+}
+
+func reachedRollout(pr *pipelinev1.PipelineRun) bool {
+	for _, c := range pr.Status.ChildReferences {
+		if rolloutTasks[c.PipelineTaskName] {
+			return true
+		}
+	}
+	return false
+}
+
+func succeeded(pr *pipelinev1.PipelineRun) bool {
+	c := pr.Status.GetCondition(apis.ConditionSucceeded)
+	return c != nil && c.IsTrue()
+}
+
+// newestFirst sorts runs by creation time, then name, newest first.
+func newestFirst(runs []*pipelinev1.PipelineRun) {
+	sort.Slice(runs, func(i, j int) bool {
+		ti, tj := runs[i].CreationTimestamp, runs[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return tj.Before(&ti)
+		}
+		return runs[i].Name > runs[j].Name
+	})
+}
+
+// RunSpec is what the builder needs for one node-image run.
+type RunSpec struct {
+	Namespace   string
+	Pool        string
+	Fingerprint Fingerprint
+	Trigger     string
+	Pending     bool
+	// KmodRebuild asks kmod-build to rebuild an existing image (seed 003
+	// "Cluster upgrade").
+	KmodRebuild bool
+	// BootImages is the coreos-bootimages digest when the run updates boot
+	// images, else empty.
+	BootImages string
+	// Tasks are the Pipeline's task names (tasks and finally), for the
+	// per-task ServiceAccounts.
+	Tasks []string
+}
+
+// BuildRun makes the PipelineRun for s under config c.
+func BuildRun(c Config, s RunSpec) *pipelinev1.PipelineRun {
+	params := map[string]string{}
+	for k, v := range c.Params {
+		params[k] = v
+	}
+	params["pool"] = s.Pool
+	params["repository"] = c.RepositoryFor(s.Pool)
+	params["update-boot-images"] = strconv.FormatBool(s.BootImages != "")
+	if s.KmodRebuild {
+		params["kmod-rebuild"] = "true"
+	}
+	pr := newRun(c, s.Namespace, RunName(s.Pool, s.Fingerprint.Sum), c.Pipeline, params, s.Tasks)
+	pr.Labels[LabelPool] = s.Pool
+	pr.Labels[LabelFingerprint] = s.Fingerprint.Sum
+	pr.Labels[LabelTrigger] = s.Trigger
+	pr.Labels[LabelPipeline] = pipelineNodeImage
+	pr.Annotations[AnnotParts] = encodeParts(s.Fingerprint.Parts)
+	if s.BootImages != "" {
+		pr.Annotations[AnnotBootImages] = s.BootImages
+	}
+	if s.Pending {
+		pr.Spec.Status = pipelinev1.PipelineRunSpecStatusPending
+	}
+	return pr
+}
+
+// BuildBootImagesRun makes the standalone bootimages run for the
+// coreos-bootimages (and MachineConfiguration) digest sum.
+func BuildBootImagesRun(c Config, namespace, sum string, tasks []string) *pipelinev1.PipelineRun {
+	params := map[string]string{}
+	if v, ok := c.Params["kiln-image"]; ok {
+		params["kiln-image"] = v
+	}
+	pr := newRun(c, namespace, "kiln-bootimages-"+sum[:10], c.BootImagesPipeline, params, tasks)
+	pr.Labels[LabelFingerprint] = sum
+	pr.Labels[LabelTrigger] = TriggerPayload
+	pr.Labels[LabelPipeline] = pipelineBootImages
+	pr.Annotations[AnnotBootImages] = sum
+	return pr
+}
+
+func newRun(c Config, namespace, name, pipeline string, params map[string]string, tasks []string) *pipelinev1.PipelineRun {
+	pr := &pipelinev1.PipelineRun{
+		TypeMeta: metav1.TypeMeta{APIVersion: pipelinev1.SchemeGroupVersion.String(), Kind: "PipelineRun"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: namespace,
+			Labels:      map[string]string{LabelManagedBy: ManagedBy},
+			Annotations: map[string]string{},
+		},
+		Spec: pipelinev1.PipelineRunSpec{
+			PipelineRef: &pipelinev1.PipelineRef{Name: pipeline},
+			Timeouts:    &pipelinev1.TimeoutFields{Pipeline: &metav1.Duration{Duration: c.Timeout}},
+			Workspaces:  append([]pipelinev1.WorkspaceBinding(nil), c.Workspaces...),
+		},
+	}
+	for _, k := range sortedKeys(params) {
+		pr.Spec.Params = append(pr.Spec.Params, pipelinev1.Param{Name: k, Value: *pipelinev1.NewStructuredValues(params[k])})
+	}
+	if c.ServiceAccountPrefix != "" {
+		for _, t := range tasks {
+			pr.Spec.TaskRunSpecs = append(pr.Spec.TaskRunSpecs, pipelinev1.PipelineTaskRunSpec{
+				PipelineTaskName: t, ServiceAccountName: c.ServiceAccountPrefix + t,
+			})
+		}
+	}
+	return pr
+}
+
+// validateRun applies Tekton's own defaulting and validation, so a bad
+// kiln-config is reported by the trigger rather than by a stuck run.
+func validateRun(ctx context.Context, pr *pipelinev1.PipelineRun) error {
+	cp := pr.DeepCopy()
+	cp.SetDefaults(ctx)
+	if err := cp.Validate(ctx); err != nil {
+		return fmt.Errorf("PipelineRun %s does not pass Tekton's validation (check ConfigMap %s): %w", pr.Name, ConfigName, err)
+	}
+	return nil
+}
+
+// pipelineTasks lists a Pipeline's task names, finally tasks included.
+func pipelineTasks(p *pipelinev1.Pipeline) []string {
+	var out []string
+	for _, t := range p.Spec.Tasks {
+		out = append(out, t.Name)
+	}
+	for _, t := range p.Spec.Finally {
+		out = append(out, t.Name)
+	}
+	return out
+}
