@@ -48,7 +48,9 @@ func TestFingerprintParts(t *testing.T) {
 		change func(in *Inputs)
 		want   string
 	}{
-		{"mc spec", func(in *Inputs) { in.MachineConfigs = []*mcfgv1.MachineConfig{mcWithKernelArg("00-worker", "z"), base.MachineConfigs[1]} }, TriggerMachineConfig},
+		{"mc spec", func(in *Inputs) {
+			in.MachineConfigs = []*mcfgv1.MachineConfig{mcWithKernelArg("00-worker", "z"), base.MachineConfigs[1]}
+		}, TriggerMachineConfig},
 		{"mc added", func(in *Inputs) { in.MachineConfigs = append(in.MachineConfigs, mcWithKernelArg("60-y", "c")) }, TriggerMachineConfig},
 		{"base image", func(in *Inputs) { in.BaseImage = "quay.io/os@sha256:3333" }, TriggerPayload},
 		{"extensions image", func(in *Inputs) { in.ExtensionsImage = "quay.io/ext@sha256:4444" }, TriggerPayload},

@@ -65,4 +65,3 @@ func (o *Options) Validate() error {
 	}
 	return nil
 }
-

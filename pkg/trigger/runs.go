@@ -49,10 +49,10 @@ var rolloutTasks = map[string]bool{"rollout": true, "bootimages": true}
 type runState int
 
 const (
-	runPending  runState = iota // spec.status PipelineRunPending
-	runActive                   // started or about to, before rollout
-	runRollout                  // reached rollout or bootimages
-	runDone                     // finished, or asked to stop
+	runPending runState = iota // spec.status PipelineRunPending
+	runActive                  // started or about to, before rollout
+	runRollout                 // reached rollout or bootimages
+	runDone                    // finished, or asked to stop
 )
 
 func stateOf(pr *pipelinev1.PipelineRun) runState {
