@@ -1,10 +1,12 @@
 package env
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -136,6 +138,9 @@ type Kube struct {
 	Client client.Client
 	Scheme *runtime.Scheme
 	env    *envtest.Environment
+	// certDir is fixed so that a restarted apiserver keeps its serving
+	// certificate and clients keep trusting it.
+	certDir string
 }
 
 // StartKube starts envtest on the binaries `make tools` built and installs
@@ -177,22 +182,48 @@ func startKube() (*Kube, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
+	certDir, err := os.MkdirTemp("", "kiln-apiserver-")
+	if err != nil {
+		return nil, err
+	}
+	e.ControlPlane.GetAPIServer().CertDir = certDir
 	cfg, err := e.Start()
 	if err != nil {
 		_ = e.Stop()
+		_ = os.RemoveAll(certDir)
 		return nil, err
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		_ = e.Stop()
+		_ = os.RemoveAll(certDir)
 		return nil, err
 	}
-	return &Kube{Config: cfg, Client: c, Scheme: scheme, env: e}, nil
+	return &Kube{Config: cfg, Client: c, Scheme: scheme, env: e, certDir: certDir}, nil
 }
 
 // Stop stops the apiserver and etcd (by PID, through envtest) and removes
 // their folders.
-func (k *Kube) Stop() error { return k.env.Stop() }
+func (k *Kube) Stop() error {
+	err := k.env.Stop()
+	return errors.Join(err, os.RemoveAll(k.certDir))
+}
+
+// RestartAPIServer stops the kube-apiserver process, waits down, and
+// starts it again on the same port with the same certificates; etcd keeps
+// running, so the cluster's state survives. Tests of controllers use it to
+// prove they recover from an apiserver restart.
+func (k *Kube) RestartAPIServer(down time.Duration) error {
+	s := k.env.ControlPlane.GetAPIServer()
+	if err := s.Stop(); err != nil {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	time.Sleep(down)
+	if err := s.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
+	}
+	return nil
+}
 
 // Kubeconfig writes a kubeconfig file for this apiserver, the way a user
 // hands one to kiln-steps or trigger, and returns its path.
