@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -123,8 +124,10 @@ func (c *Controller) inputs(m mapFunc) handler.EventHandler {
 			add(ctx, e.Object, q)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			// Both: a label change can move an MC from one pool to another.
-			add(ctx, e.ObjectOld, q)
+			// A label change can move an MC from one pool to another.
+			if !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+				add(ctx, e.ObjectOld, q)
+			}
 			add(ctx, e.ObjectNew, q)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -168,7 +171,7 @@ func (c *Controller) allPools(ctx context.Context, _ client.Object) []reconcile.
 // own MC (kiln.dev/managed) maps to its pool for the revert check.
 func (c *Controller) poolsSelecting(ctx context.Context, o client.Object) []reconcile.Request {
 	var pools mcfgv1.MachineConfigPoolList
-	if err := c.Client.List(ctx, &pools); err != nil {
+	if err := c.Client.List(ctx, &pools, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "listing MachineConfigPools")
 		return nil
 	}

@@ -35,6 +35,9 @@ func run(fp, state string, age int) *pipelinev1.PipelineRun {
 		pr.Status.ChildReferences = []pipelinev1.ChildStatusReference{{PipelineTaskName: "image-build"}}
 	case "rollout":
 		pr.Status.ChildReferences = []pipelinev1.ChildStatusReference{{PipelineTaskName: "image-build"}, {PipelineTaskName: "rollout"}}
+	case "superseded":
+		pr.Spec.Status = pipelinev1.PipelineRunSpecStatusCancelledRunFinally
+		pr.Annotations = map[string]string{AnnotSupersededBy: fpB}
 	case "cancelling":
 		pr.Spec.Status = pipelinev1.PipelineRunSpecStatusCancelledRunFinally
 	case "succeeded":
@@ -77,6 +80,11 @@ func TestDecide(t *testing.T) {
 		{"undo after the edit rolled out runs the old fingerprint again",
 			[]*pipelinev1.PipelineRun{run(fpB, "succeeded-rolled", 1), run(fpA, "succeeded-rolled", 2)},
 			want{create: true, recreate: RunName("w", fpA)}},
+		{"undo of an edit whose run the trigger cancelled runs it again",
+			[]*pipelinev1.PipelineRun{run(fpB, "active", 1), run(fpA, "superseded", 2)},
+			want{create: true, recreate: RunName("w", fpA), cancel: []string{RunName("w", fpB) + ":CancelledRunFinally"}}},
+		{"a run a user cancelled is not retried",
+			[]*pipelinev1.PipelineRun{run(fpA, "cancelling", 1)}, want{}},
 		{"undo of an edit that never rolled out is nothing",
 			[]*pipelinev1.PipelineRun{run(fpB, "failed", 1), run(fpA, "succeeded-rolled", 2)}, want{}},
 	} {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/pipeline"
@@ -25,6 +27,12 @@ import (
 )
 
 const ns = "kiln"
+
+func init() {
+	// The manager logs through controller-runtime's root logger; tests
+	// read events and objects instead.
+	ctrllog.SetLogger(logr.Discard())
+}
 
 // harness is a real apiserver with kiln's Pipelines, kiln-config and a
 // payload installed, and the trigger started in-process on demand.
@@ -191,9 +199,21 @@ func (h *harness) live(pool string) []*pipelinev1.PipelineRun {
 // finishes it.
 func (h *harness) progress(name string, tasks []string, done corev1.ConditionStatus) {
 	h.t.Helper()
+	for i := 0; ; i++ {
+		err := h.tryProgress(name, tasks, done)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 10 {
+			h.t.Fatalf("updating status of PipelineRun %s: %v", name, err)
+		}
+	}
+}
+
+func (h *harness) tryProgress(name string, tasks []string, done corev1.ConditionStatus) error {
 	var pr pipelinev1.PipelineRun
 	if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pr); err != nil {
-		h.t.Fatal(err)
+		return err
 	}
 	pr.Status.ChildReferences = nil
 	for _, t := range tasks {
@@ -204,9 +224,7 @@ func (h *harness) progress(name string, tasks []string, done corev1.ConditionSta
 	if done != "" {
 		pr.Status.Status = duckv1.Status{Conditions: duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: done}}}
 	}
-	if err := h.c.Status().Update(context.Background(), &pr); err != nil {
-		h.t.Fatalf("updating status of PipelineRun %s: %v", name, err)
-	}
+	return h.c.Status().Update(context.Background(), &pr)
 }
 
 func eventually(t testing.TB, timeout time.Duration, what string, ok func() bool) {

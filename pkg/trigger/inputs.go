@@ -104,8 +104,14 @@ func (c *Controller) loadPipeline(ctx context.Context, name string) (*pipelinev1
 
 // loadInputs gathers pool's inputs and computes its fingerprint.
 func (c *Controller) loadInputs(ctx context.Context, pool *mcfgv1.MachineConfigPool, w *world) error {
+	// Only the pool's MCs, and no deep copies: a cluster holds thousands of
+	// MCs, this runs on every edit, and nothing here mutates them.
+	poolSel, err := selectorOf(pool)
+	if err != nil {
+		return fail(ReasonInputs, fmt.Errorf("MachineConfigPool %q: spec.machineConfigSelector: %w", pool.Name, err))
+	}
 	var mcs mcfgv1.MachineConfigList
-	if err := c.Client.List(ctx, &mcs); err != nil {
+	if err := c.Client.List(ctx, &mcs, client.MatchingLabelsSelector{Selector: poolSel}, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	all := make([]*mcfgv1.MachineConfig, len(mcs.Items))
@@ -130,7 +136,7 @@ func (c *Controller) loadInputs(ctx context.Context, pool *mcfgv1.MachineConfigP
 		}
 	}
 	var mods kmmv1beta1.ModuleDay0List
-	if err := c.Client.List(ctx, &mods); err != nil {
+	if err := c.Client.List(ctx, &mods, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	objs := render.Objects{}

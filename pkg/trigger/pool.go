@@ -92,8 +92,10 @@ type plan struct {
 	cancel map[*pipelinev1.PipelineRun]pipelinev1.PipelineRunSpecStatus
 	// create the desired run, pending when another run is in rollout.
 	create, pending bool
-	// recreate: the desired run exists but is stale (a newer run rolled
-	// out since), so it is deleted and made again.
+	// recreate: the desired run exists but never took effect (the trigger
+	// cancelled it for newer inputs, now undone) or is stale (a newer run
+	// rolled out since), so it is deleted and made again. A run a user
+	// cancelled or that failed is not retried: kiln.dev/rebuild asks.
 	recreate *pipelinev1.PipelineRun
 	// start the desired run, which waited (pending) for a rollout.
 	start *pipelinev1.PipelineRun
@@ -131,7 +133,7 @@ func decide(runs []*pipelinev1.PipelineRun, pool, sum string) plan {
 		p.create, p.pending = true, blocked
 	case stateOf(desired) == runPending && !blocked:
 		p.start = desired
-	case stateOf(desired) == runDone && rolledOutSince(runs, desired):
+	case stateOf(desired) == runDone && (desired.Annotations[AnnotSupersededBy] != "" || rolledOutSince(runs, desired)):
 		p.recreate, p.create, p.pending = desired, true, blocked
 	}
 	return p
@@ -160,7 +162,7 @@ func (c *Controller) apply(ctx context.Context, pool *mcfgv1.MachineConfigPool, 
 		if !ok {
 			continue
 		}
-		if err := c.setStatus(ctx, r, st); err != nil {
+		if err := c.supersede(ctx, r, st, w.fp.Sum); err != nil {
 			return fail(ReasonRuns, err)
 		}
 		c.Recorder.Eventf(pool, corev1.EventTypeNormal, ReasonCancelled, "cancelled PipelineRun %s (%s): inputs changed to fingerprint %s", r.Name, st, w.fp.Sum)
@@ -239,6 +241,17 @@ func (c *Controller) setStatus(ctx context.Context, r *pipelinev1.PipelineRun, s
 	err := c.Client.Patch(ctx, r, client.RawPatch("application/merge-patch+json", patch))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("setting PipelineRun %s spec.status to %q: %w", r.Name, st, err)
+	}
+	return nil
+}
+
+// supersede cancels r for newer inputs and says so on r, which is what
+// lets decide tell the trigger's cancels from a user's.
+func (c *Controller) supersede(ctx context.Context, r *pipelinev1.PipelineRun, st pipelinev1.PipelineRunSpecStatus, by string) error {
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}},"spec":{"status":%q}}`, AnnotSupersededBy, by, st)
+	err := c.Client.Patch(ctx, r, client.RawPatch("application/merge-patch+json", patch))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cancelling PipelineRun %s: %w", r.Name, err)
 	}
 	return nil
 }

@@ -27,6 +27,9 @@ const (
 	// bootimages stage was made under, so the standalone bootimages
 	// pipeline knows the stream is taken care of.
 	AnnotBootImages = "kiln.dev/bootimages"
+	// AnnotSupersededBy marks a run the trigger cancelled for newer
+	// inputs, with their fingerprint.
+	AnnotSupersededBy = "kiln.dev/superseded-by"
 	// AnnotRebuild on a MachineConfigPool asks for a run of unchanged
 	// inputs: set it to any new value.
 	AnnotRebuild = "kiln.dev/rebuild"
