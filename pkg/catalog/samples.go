@@ -203,14 +203,19 @@ func prune(v any) any {
 // the checks the Tekton controller makes when the run starts: params
 // given, of the declared type, none unknown; workspaces bound, none unknown.
 func ValidateRun(ctx context.Context, data []byte, r *Resource) error {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &tm); err != nil {
+		return fmt.Errorf("decoding run: %w", err)
+	}
+	want := map[Kind]string{KindTask: "TaskRun", KindPipeline: "PipelineRun"}[r.Kind]
+	if tm.APIVersion != "tekton.dev/v1" || tm.Kind != want {
+		return fmt.Errorf("decoding %s: apiVersion/kind is %s/%s, want tekton.dev/v1/%s", want, tm.APIVersion, tm.Kind, want)
+	}
 	switch r.Kind {
 	case KindTask:
 		var tr tektonv1.TaskRun
 		if err := yaml.UnmarshalStrict(data, &tr); err != nil {
 			return fmt.Errorf("decoding TaskRun: %w", err)
-		}
-		if tr.Kind != "TaskRun" || tr.APIVersion != "tekton.dev/v1" {
-			return fmt.Errorf("decoding TaskRun: apiVersion/kind is %s/%s, want tekton.dev/v1/TaskRun", tr.APIVersion, tr.Kind)
 		}
 		tr.Name = generatedName(tr.ObjectMeta)
 		tr.SetDefaults(ctx)
@@ -231,9 +236,6 @@ func ValidateRun(ctx context.Context, data []byte, r *Resource) error {
 		var pr tektonv1.PipelineRun
 		if err := yaml.UnmarshalStrict(data, &pr); err != nil {
 			return fmt.Errorf("decoding PipelineRun: %w", err)
-		}
-		if pr.Kind != "PipelineRun" || pr.APIVersion != "tekton.dev/v1" {
-			return fmt.Errorf("decoding PipelineRun: apiVersion/kind is %s/%s, want tekton.dev/v1/PipelineRun", pr.APIVersion, pr.Kind)
 		}
 		pr.Name = generatedName(pr.ObjectMeta)
 		pr.SetDefaults(ctx)
