@@ -38,7 +38,7 @@ func Readme(r *Resource, sample []byte, tasks map[string]*Resource) string {
 		b.WriteString("Install the Tasks it runs first (see [Tasks](#tasks)), then:\n\n")
 	}
 	fmt.Fprintf(&b, "```sh\nkubectl apply -f %s/%s\n```\n\n", RawURL, r.File())
-	fmt.Fprintf(&b, "Or reference the Tekton bundle without installing (bundles resolver, Tekton Pipelines ≥ 0.41):\n\n```yaml\n%s:\n  resolver: bundles\n  params:\n    - name: bundle\n      value: %s\n    - name: name\n      value: %s\n    - name: kind\n      value: %s\n```\n\n",
+	fmt.Fprintf(&b, "Or run it straight from its Tekton bundle, without installing it, through the bundles resolver:\n\n```yaml\n%s:\n  resolver: bundles\n  params:\n    - name: bundle\n      value: %s\n    - name: name\n      value: %s\n    - name: kind\n      value: %s\n```\n\n",
 		refField(r), BundleRef(DefaultBundleRegistry, r), r.Name, r.Kind)
 
 	if r.Pipeline != nil {
