@@ -26,7 +26,10 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || (args[0] != "generate" && args[0] != "bundles") {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q: usage: catalog generate|bundles [flags]", args[0])
+		}
 		return fmt.Errorf("usage: catalog generate|bundles [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
@@ -40,8 +43,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	switch args[0] {
-	case "generate":
+	if args[0] == "generate" {
 		dir := *out
 		if dir == "" {
 			dir = filepath.Join(*root, "catalog")
@@ -55,17 +57,15 @@ func run(ctx context.Context, args []string) error {
 		}
 		fmt.Printf("wrote %d files for %d resources to %s\n", len(files), len(rs), dir)
 		return nil
-	case "bundles":
-		sel, err := catalog.Select(rs, fs.Args()...)
-		if err != nil {
-			return err
-		}
-		// The Docker config's credentials, as `tkn bundle push` uses.
-		pushed, err := catalog.PushBundles(ctx, *registry, sel, remote.WithAuthFromKeychain(authn.DefaultKeychain))
-		for _, p := range pushed {
-			fmt.Printf("%s %s: %s@%s\n", p.Resource.Kind, p.Resource.Name, p.Ref, p.Digest)
-		}
+	}
+	sel, err := catalog.Select(rs, fs.Args()...)
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("unknown command %q: want generate or bundles", args[0])
+	// The Docker config's credentials, as `tkn bundle push` uses.
+	pushed, err := catalog.PushBundles(ctx, *registry, sel, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	for _, p := range pushed {
+		fmt.Printf("%s %s: %s@%s\n", p.Resource.Kind, p.Resource.Name, p.Ref, p.Digest)
+	}
+	return err
 }
