@@ -18,12 +18,12 @@ BENCH ?= .
 
 BIN := bin
 
-.PHONY: all build tools generate lint test bench bench-image run clean help
+.PHONY: all build tools generate catalog bundles lint test bench bench-image run clean help
 
 all: build
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
 build: ## build kiln-steps and trigger into bin/
 	go build $(GOFLAGS_BUILD) -o $(BIN)/kiln-steps ./cmd/steps
@@ -34,6 +34,16 @@ tools: ## install test tools: Debian packages, kube-apiserver, controller-gen
 
 generate: tools ## regenerate deepcopy code and CRDs (config/crd)
 	bash hack/generate.sh "$(CONTROLLER_GEN)"
+
+catalog: ## regenerate catalog/ from tasks/ and pipelines/ (TEP-0003 layout, READMEs, samples, Artifact Hub metadata)
+	go run $(GOFLAGS_BUILD) ./hack/catalog generate -root . -out catalog
+
+# One Tekton bundle per Task and Pipeline, pushed with the Docker config's
+# credentials; BUNDLES=name… pushes only those.
+BUNDLE_REGISTRY ?= ghcr.io/kiln-dev/catalog
+BUNDLES ?=
+bundles: ## push Tekton bundles to $(BUNDLE_REGISTRY)/kiln-<kind>-<name>:<version>
+	go run $(GOFLAGS_BUILD) ./hack/catalog bundles -root . -registry '$(BUNDLE_REGISTRY)' $(BUNDLES)
 
 lint: ## gofmt + go vet + go.mod tidy
 	@out="$$(gofmt -l $$(git ls-files '*.go'; git ls-files --others --exclude-standard '*.go'))"; \

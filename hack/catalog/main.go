@@ -1,0 +1,71 @@
+// Command catalog writes catalog/ from tasks/ and pipelines/ (make catalog)
+// and pushes the Tekton bundles (make bundles). The work is in pkg/catalog.
+//
+//	go run ./hack/catalog generate [-root .] [-out catalog]
+//	go run ./hack/catalog bundles -registry host/path [-root .] [names…]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kiln-dev/kiln/pkg/catalog"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "catalog:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) == 0 || (args[0] != "generate" && args[0] != "bundles") {
+		if len(args) > 0 {
+			return fmt.Errorf("unknown command %q: usage: catalog generate|bundles [flags]", args[0])
+		}
+		return fmt.Errorf("usage: catalog generate|bundles [flags]")
+	}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	root := fs.String("root", ".", "repository root holding tasks/ and pipelines/")
+	out := fs.String("out", "", "catalog directory (default <root>/catalog)")
+	registry := fs.String("registry", "", "bundles: registry and path, e.g. ghcr.io/kiln-dev/catalog")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	rs, err := catalog.Load(ctx, *root)
+	if err != nil {
+		return err
+	}
+	if args[0] == "generate" {
+		dir := *out
+		if dir == "" {
+			dir = filepath.Join(*root, "catalog")
+		}
+		files, err := catalog.Files(ctx, rs)
+		if err != nil {
+			return err
+		}
+		if err := catalog.Write(dir, files); err != nil {
+			return err
+		}
+		fmt.Printf("wrote %d files for %d resources to %s\n", len(files), len(rs), dir)
+		return nil
+	}
+	sel, err := catalog.Select(rs, fs.Args()...)
+	if err != nil {
+		return err
+	}
+	// The Docker config's credentials, as `tkn bundle push` uses.
+	pushed, err := catalog.PushBundles(ctx, *registry, sel, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	for _, p := range pushed {
+		fmt.Printf("%s %s: %s@%s\n", p.Resource.Kind, p.Resource.Name, p.Ref, p.Digest)
+	}
+	return err
+}
