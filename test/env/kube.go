@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -209,12 +213,16 @@ func (k *Kube) Stop() error {
 	return errors.Join(err, os.RemoveAll(k.certDir))
 }
 
-// RestartAPIServer stops the kube-apiserver process, waits down, and
+// RestartAPIServer kills the kube-apiserver process (SIGKILL: a crash,
+// not a graceful stop, which waits on open watches), waits down, and
 // starts it again on the same port with the same certificates; etcd keeps
 // running, so the cluster's state survives. Tests of controllers use it to
 // prove they recover from an apiserver restart.
 func (k *Kube) RestartAPIServer(down time.Duration) error {
 	s := k.env.ControlPlane.GetAPIServer()
+	if err := killByArg("kube-apiserver", "--cert-dir="+k.certDir); err != nil {
+		return err
+	}
 	if err := s.Stop(); err != nil {
 		return fmt.Errorf("stopping kube-apiserver: %w", err)
 	}
@@ -239,4 +247,29 @@ func (k *Kube) Kubeconfig(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// killByArg sends SIGKILL to the process named name whose command line
+// holds arg: envtest keeps the process handle to itself.
+func killByArg(name, arg string) error {
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		return err
+	}
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if filepath.Base(args[0]) != name || !slices.Contains(args, arg) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil {
+			return err
+		}
+		return syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return fmt.Errorf("no %s process with argument %s", name, arg)
 }
