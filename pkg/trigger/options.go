@@ -1,7 +1,3 @@
-// Package trigger watches MachineConfigs, MachineConfigPools, the release
-// payload and ModuleDay0 objects and starts one PipelineRun per affected
-// pool (cluster mode), or runs the pipeline locally on a directory of
-// manifests (local mode).
 package trigger
 
 import (

@@ -1,0 +1,56 @@
+// Package trigger is kiln's front door: a controller that starts exactly
+// one right PipelineRun per affected MachineConfigPool (DESIGN §1, §7).
+//
+// Per pool it computes a fingerprint of what the pool's image is made of:
+// the specs of the MachineConfigs the pool selects (kiln's own
+// kiln.dev/managed MC left out, or a rollout would trigger itself), the
+// payload's base and extensions images by digest, the pool's ModuleDay0
+// spec, the node-image Pipeline's app.kubernetes.io/version, and the
+// pool's kiln.dev/rebuild annotation (a GitOps "rebuild now"). The run is
+// named kiln-<pool>-<fp[:10]>, so creating it twice fails with
+// AlreadyExists: restarts, two replicas racing before leader election
+// settles, and stale caches cannot duplicate a run.
+//
+// The rules, all in decide (a pure function with a table test):
+//   - a fingerprint that has a run makes nothing, whatever that run's
+//     outcome (a failed run is retried by changing kiln.dev/rebuild);
+//   - a new fingerprint cancels the pool's run that has not reached
+//     rollout (CancelledRunFinally, so report still runs) and starts;
+//   - a run in rollout (or bootimages) finishes; the new run is created
+//     PipelineRunPending and started when it ends; a newer fingerprint
+//     replaces the queued one;
+//   - a fingerprint whose run the trigger cancelled, or that a later run's
+//     rollout overtook, runs again when the inputs return to it (an edit
+//     and its undo): the old run is deleted and made anew.
+//
+// Bursts coalesce in memory (settler): a pool's run is made once its
+// inputs were quiet for --settle (2s), or --max-settle (30s) after the
+// burst began. PipelineRuns are listed live, not from the cache, so a
+// decision never rests on a run the cache has not seen.
+//
+// Pools opt in with kiln.dev/enabled=true. Without it, unstarted runs are
+// cancelled and, once no run is in rollout, 99-kiln-<pool>-os-image is
+// deleted so MCO renders the pool back to the payload's OS: seed 001's
+// "Reverting to Standard OS", which seed 001 gives as a command on a
+// custom-build object and kiln does through the opt-in label. Pools may
+// carry kiln.dev/wave=N: a pool starts a run only when every enabled pool
+// of a lower wave has a succeeded run on the same payload.
+//
+// A change of coreos-bootimages (or MachineConfiguration's
+// managedBootImages) alone starts the standalone bootimages Pipeline. When
+// an upgrade changes the OS image too, the boot-image pools' node-image
+// runs carry the stream's digest (kiln.dev/bootimages) and end with the
+// bootimages stage, and no standalone run is made.
+//
+// The same manager runs pkg/kmod's ModuleDay0 sync (seed 003). Seed 003's
+// upgrade rule (clusterUpgradeTriggerNodeUpgrade) is checked when a run is
+// made: a y-stream gap between ClusterVersion and the pool's nodes adds
+// kmod-rebuild=true, so kmod-build rebuilds an image that exists. It is
+// not part of the fingerprint: the gap closes as the rollout proceeds, and
+// a fingerprint that flips back would start a second run.
+//
+// MCO has no such controller; its on-cluster layering (MachineOSConfig)
+// builds one image per pool on every rendered-config change. kiln keys on
+// inputs instead of the rendered name, so a payload change or a ModuleDay0
+// change with the same rendered config still rebuilds.
+package trigger
