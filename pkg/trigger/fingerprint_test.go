@@ -1,6 +1,9 @@
 package trigger
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/test/env"
 )
 
 func mcWithKernelArg(name, arg string) *mcfgv1.MachineConfig {
@@ -174,4 +179,33 @@ func FuzzDecodeParts(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The sample kiln-config parses and makes a run Tekton accepts.
+func TestSampleConfig(t *testing.T) {
+	var cm *corev1.ConfigMap
+	f, err := os.Open(filepath.Join(env.RepoRoot(), "config", "samples", "kiln-config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	err = manifests.Decode("kiln-config.yaml", f, func(o runtime.Object) error {
+		cm, _ = o.(*corev1.ConfigMap)
+		return nil
+	})
+	if err != nil || cm == nil {
+		t.Fatalf("decoding the sample: %v (ConfigMap %v)", err, cm)
+	}
+	c, err := ParseConfig(cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, _ := (&SpecHasher{}).Compute(Inputs{BaseImage: "b", PipelineVersion: "0.1"})
+	pr := BuildRun(c, RunSpec{Namespace: "kiln", Pool: "worker", Fingerprint: fp, Trigger: TriggerManual, BootImages: "x", Tasks: []string{"render", "rollout"}})
+	if err := validateRun(context.Background(), pr); err != nil {
+		t.Fatal(err)
+	}
+	if param(pr, "repository") != "quay.io/example/node-image-worker" || len(pr.Spec.Workspaces) != 4 {
+		t.Fatalf("run from the sample: %+v", pr.Spec)
+	}
 }
