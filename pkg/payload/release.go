@@ -119,6 +119,10 @@ func (o ResolveOptions) image(ctx context.Context, ref string) (v1.Image, error)
 // (p without a leading slash). Layers are read top down and the first that
 // has p wins; a whiteout of p or of a parent folder, or an opaque parent
 // folder, in a layer above ends the search: the file was deleted.
+//
+// Not mutate.Extract: it ignores opaque-folder markers (.wh..wh..opq, which
+// buildah writes when a RUN replaces a folder) and so would return a file
+// the flattened image does not have (TestExtractIgnoresOpaqueFolders).
 func ReadImageFile(img v1.Image, p string) ([]byte, error) {
 	p = path.Clean(strings.TrimPrefix(p, "/"))
 	layers, err := img.Layers()

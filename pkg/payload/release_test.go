@@ -215,6 +215,20 @@ func clusterVersion(version, image string) *configv1.ClusterVersion {
 	return &configv1.ClusterVersion{Status: configv1.ClusterVersionStatus{Desired: configv1.Release{Version: version, Image: image}}}
 }
 
+// TestExtractIgnoresOpaqueFolders is why ReadImageFile walks layers itself:
+// go-containerregistry's flattening still yields a file under a folder a
+// higher layer made opaque. When this fails, Extract has learnt opaque
+// folders and ReadImageFile can use it.
+func TestExtractIgnoresOpaqueFolders(t *testing.T) {
+	img := layered(t, refsLayer(t, testTags), env.TarLayer(t, map[string][]byte{"release-manifests/.wh..wh..opq": nil}))
+	if _, err := ReadImageFile(img, ImageReferencesPath); !errors.Is(err, ErrNoImageReferences) {
+		t.Errorf("ReadImageFile: %v, want ErrNoImageReferences", err)
+	}
+	if _, err := extractFile(img, ImageReferencesPath); err != nil {
+		t.Errorf("mutate.Extract now honours opaque folders (%v): use it in ReadImageFile", err)
+	}
+}
+
 // TestFactsWithDriverToolkit: FromObjects records status.desired.image and
 // WithDriverToolkit reads the driver-toolkit tag of that release image.
 func TestFactsWithDriverToolkit(t *testing.T) {
