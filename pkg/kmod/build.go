@@ -28,8 +28,10 @@ const DockerfileKey = "dockerfile"
 // BuildOptions are the flags of `kiln-steps kmod-build`.
 //
 // Differences from KMM (which only has the day-0 proposal, seed 003):
-//   - DTK_AUTO comes from --dtk-image: KMM reads the cluster's
-//     driver-toolkit ImageStream; pkg/payload does not carry that image yet.
+//   - DTK_AUTO is the driver-toolkit tag of the release image the
+//     ClusterVersion names (pkg/payload.ReleaseImages), or --dtk-image; KMM
+//     reads the cluster's driver-toolkit ImageStream, which the same
+//     payload fills.
 //   - build secrets are buildah secrets with id "<secret>_<key>" (RUN
 //     --mount=type=secret,id=...), read from one mounted folder per Secret;
 //     KMM's day-2 builds hand them to an OpenShift Build instead.
@@ -42,7 +44,9 @@ type BuildOptions struct {
 	step.KubeOptions
 	// OSImage and DTKImage are the payload's rhel-coreos and driver-toolkit
 	// images (OS_AUTO, DTK_AUTO). An empty OSImage is read from the payload
-	// ConfigMap machine-config-osimageurl.
+	// ConfigMap machine-config-osimageurl; an empty DTKImage, when the
+	// Dockerfile uses DTK_AUTO, from the release image of ClusterVersion
+	// status.desired.image.
 	OSImage, DTKImage string
 	// SecretsDir holds one folder per build secret (a mounted Secret).
 	SecretsDir string
@@ -56,7 +60,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	o.RegistryOptions.AddFlags(fs)
 	o.KubeOptions.AddFlags(fs)
 	fs.StringVar(&o.OSImage, "os-image", "", "OS_AUTO: the payload's rhel-coreos image (default: ConfigMap machine-config-osimageurl)")
-	fs.StringVar(&o.DTKImage, "dtk-image", "", "DTK_AUTO: the payload's driver-toolkit image")
+	fs.StringVar(&o.DTKImage, "dtk-image", "", "DTK_AUTO: the payload's driver-toolkit image (default: the driver-toolkit tag of ClusterVersion status.desired.image)")
 	fs.StringVar(&o.SecretsDir, "build-secrets-dir", "/etc/kiln/kmod-build-secrets", "folder with one sub-folder per build.secrets Secret")
 	fs.StringVar(&o.Buildah.Bin, "buildah", "", "buildah binary (default: buildah on PATH)")
 }
@@ -106,6 +110,12 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	p.Printf("ModuleDay0 %s/%s: %s", md.Namespace, md.Name, plan.Reason)
 	if !plan.Build {
 		return o.reportExisting(ctx, r, ws, md)
+	}
+	if pl.DTKImage == "" && needsDTK(dockerfile) {
+		if pl.DTKImage, err = o.driverToolkit(ctx, r, md); err != nil {
+			return err
+		}
+		p.Printf("DTK_AUTO is the release's driver-toolkit %s", pl.DTKImage)
 	}
 	kver, err := osKernel(ctx, r, pl.OSImage)
 	if err != nil {

@@ -30,6 +30,7 @@ func TestKmodBadInputs(t *testing.T) {
 	if err := remote.Write(srcRef, unsignedImage(t, true)); err != nil {
 		t.Fatal(err)
 	}
+	noDTKRelease := env.PushRelease(t, e.Registry.Ref("ocp/release:no-dtk"), "4.20.0", map[string]string{"rhel-coreos": osImage})
 	const md = "ModuleDay0 openshift-kmm/kiln-hello: "
 	failing := "ARG OS_AUTO\nFROM ${OS_AUTO}\nRUN echo kiln-step-output-before-failure && exit 3\n"
 	other := newKeyPair(t, "someone else")
@@ -71,6 +72,40 @@ func TestKmodBadInputs(t *testing.T) {
 			},
 			want: func(*fixture) string {
 				return md + "the Dockerfile uses DTK_AUTO without OS_AUTO; the payload's driver toolkit only matches the payload's OS (seed 003)"
+			},
+		},
+		{
+			name: "DTK_AUTO with no ClusterVersion",
+			edit: func(t *testing.T, f *fixture) {},
+			want: func(*fixture) string {
+				return md + "finding DTK_AUTO (no --dtk-image): ClusterVersion version not found"
+			},
+		},
+		{
+			name: "ClusterVersion without status.desired.image",
+			edit: func(t *testing.T, f *fixture) {
+				writeFile(t, filepath.Join(f.manifests, "clusterversion.yaml"), strings.Replace(clusterVersionYAML(""), "image: \n", "", 1))
+			},
+			want: func(*fixture) string {
+				return md + "finding DTK_AUTO (no --dtk-image): reading payload: ClusterVersion version: status.desired.image is empty"
+			},
+		},
+		{
+			name: "release image without driver-toolkit",
+			edit: func(t *testing.T, f *fixture) {
+				writeFile(t, filepath.Join(f.manifests, "clusterversion.yaml"), clusterVersionYAML(noDTKRelease))
+			},
+			want: func(*fixture) string {
+				return md + "finding DTK_AUTO (no --dtk-image): release image " + noDTKRelease + `: release-manifests/image-references has no tag "driver-toolkit"`
+			},
+		},
+		{
+			name: "release image that is not a release",
+			edit: func(t *testing.T, f *fixture) {
+				writeFile(t, filepath.Join(f.manifests, "clusterversion.yaml"), clusterVersionYAML(osImage))
+			},
+			want: func(*fixture) string {
+				return md + `finding DTK_AUTO (no --dtk-image): reading release image "` + osImage + `": no release-manifests/image-references (not a release image?)`
 			},
 		},
 		{

@@ -70,7 +70,10 @@ type fixture struct {
 func newFixture(t *testing.T, e *env.Env, osImage, dtkImage, dockerfile string) *fixture {
 	t.Helper()
 	f := &fixture{reg: e.Registry, work: t.TempDir(), results: t.TempDir(), manifests: t.TempDir(), secrets: t.TempDir(),
-		osImage: osImage, dtkImage: dtkImage, buildahEnv: e.Buildah.Env}
+		osImage: osImage, dtkImage: dtkImage}
+	if e.Buildah != nil { // sign-only tests start no buildah
+		f.buildahEnv = e.Buildah.Env
+	}
 	f.md = &kmmv1beta1.ModuleDay0{
 		TypeMeta:   metav1.TypeMeta{APIVersion: kmmv1beta1.GroupVersion.String(), Kind: "ModuleDay0"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-kmm", Name: "kiln-hello"},
@@ -104,6 +107,12 @@ func configMapYAML(name, key, value string) string {
 		b.WriteString("    " + l + "\n")
 	}
 	return b.String()
+}
+
+// clusterVersionYAML is ClusterVersion "version" desiring release (by digest).
+func clusterVersionYAML(release string) string {
+	return "apiVersion: config.openshift.io/v1\nkind: ClusterVersion\nmetadata:\n  name: version\nspec:\n  clusterID: 5ea4a7a4-0d3b-4a4b-9c1e-2f0c8a8c7d11\n" +
+		"status:\n  desired:\n    version: 4.20.0\n    image: " + release + "\n"
 }
 
 func writeFile(t *testing.T, p, content string) {
@@ -151,6 +160,9 @@ func (f *fixture) sign(t *testing.T, out io.Writer) error {
 		RegistryOptions: step.RegistryOptions{Insecure: []string{f.reg.Host}},
 		CertFile:        f.certFile, KeyFile: f.keyFile, Hash: "sha256",
 	}
+	if f.kubeconfig != "" {
+		o.KubeOptions = step.KubeOptions{Source: "cluster", Kubeconfig: f.kubeconfig}
+	}
 	return o.Run(t.Context(), step.Streams{Out: out, Err: out})
 }
 
@@ -174,9 +186,13 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	dtk, kver := env.PushDTK(t, e.Registry.Ref("payload/driver-toolkit:test"))
 	t.Logf("DTK stand-in pushed in %s", time.Since(start).Round(time.Millisecond))
 	osImage := env.PushOSImage(t, e.Registry.Ref("payload/rhel-coreos:test"), kver)
-	// OS_AUTO comes from the payload ConfigMap (no --os-image).
-	f := newFixture(t, e, "", dtk, seedDockerfile())
+	// OS_AUTO comes from the payload ConfigMap (no --os-image); DTK_AUTO
+	// from the driver-toolkit tag of the release image the ClusterVersion
+	// names (no --dtk-image).
+	release := env.PushRelease(t, e.Registry.Ref("ocp/release:4.20.0"), "4.20.0", map[string]string{"driver-toolkit": dtk, "rhel-coreos": osImage})
+	f := newFixture(t, e, "", "", seedDockerfile())
 	writeFile(t, filepath.Join(f.manifests, "payload.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: machine-config-osimageurl\n  namespace: openshift-machine-config-operator\ndata:\n  baseOSContainerImage: "+osImage+"\n")
+	writeFile(t, filepath.Join(f.manifests, "clusterversion.yaml"), clusterVersionYAML(release))
 
 	var log bytes.Buffer
 	start = time.Now()
@@ -184,6 +200,9 @@ func TestKmodBuildSignCompose(t *testing.T) {
 		t.Fatalf("kmod-build: %v\n%s", err, log.String())
 	}
 	t.Logf("kmod-build (buildah, real module compile) took %s", time.Since(start).Round(time.Millisecond))
+	if want := "DTK_AUTO is the release's driver-toolkit " + dtk; !strings.Contains(log.String(), want) || !strings.Contains(log.String(), "DTK_AUTO "+dtk+")") {
+		t.Errorf("kmod-build log lacks %q:\n%s", want, log.String())
+	}
 	unsigned := f.result(t, "KMOD_IMAGE_URL")
 	if want := e.Registry.Ref("kmods/rhcos@"); !strings.HasPrefix(unsigned, want) || !strings.HasSuffix(unsigned, f.result(t, "KMOD_IMAGE_DIGEST")) {
 		t.Fatalf("KMOD_IMAGE_URL %q, KMOD_IMAGE_DIGEST %q", unsigned, f.result(t, "KMOD_IMAGE_DIGEST"))

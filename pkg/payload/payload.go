@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"context"
 	"fmt"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -26,6 +27,13 @@ type Facts struct {
 	// ReleaseVersion is the ConfigMap's releaseVersion, else the
 	// ClusterVersion's status.desired.version.
 	ReleaseVersion string
+	// ReleaseImage is the ClusterVersion's status.desired.image, the
+	// release image whose image-references name the component images.
+	ReleaseImage string
+	// DriverToolkitImage is the release image's driver-toolkit tag (KMM's
+	// DTK_AUTO). FromObjects leaves it empty: reading it is a registry
+	// call, made by WithDriverToolkit (or DriverToolkitImage).
+	DriverToolkitImage string
 }
 
 // FromObjects reads the facts from the machine-config-osimageurl ConfigMap
@@ -46,8 +54,25 @@ func FromObjects(cm *corev1.ConfigMap, cv *configv1.ClusterVersion) (Facts, erro
 	if f.BaseOSImage == "" {
 		return Facts{}, fmt.Errorf("reading payload: ConfigMap %s/%s: data.baseOSContainerImage is empty (and so is data.osImageURL)", Namespace, OSImageURLMap)
 	}
-	if f.ReleaseVersion == "" && cv != nil {
-		f.ReleaseVersion = cv.Status.Desired.Version
+	if cv != nil {
+		if f.ReleaseVersion == "" {
+			f.ReleaseVersion = cv.Status.Desired.Version
+		}
+		f.ReleaseImage = cv.Status.Desired.Image
 	}
+	return f, nil
+}
+
+// WithDriverToolkit returns f with DriverToolkitImage read from
+// f.ReleaseImage's image-references.
+func (f Facts) WithDriverToolkit(ctx context.Context, o ResolveOptions) (Facts, error) {
+	if f.ReleaseImage == "" {
+		return Facts{}, fmt.Errorf("reading payload: ClusterVersion %s: status.desired.image is empty", ClusterVersionName)
+	}
+	dtk, err := DriverToolkitImage(ctx, f.ReleaseImage, o)
+	if err != nil {
+		return Facts{}, err
+	}
+	f.DriverToolkitImage = dtk
 	return f, nil
 }

@@ -1,0 +1,82 @@
+package kmod
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	configv1 "github.com/openshift/api/config/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/payload"
+)
+
+// needsDTK: DTK_AUTO is read from the release only when the Dockerfile
+// uses it together with OS_AUTO. DTK_AUTO alone is refused by BuildArgs
+// (seed 003), and that error must not hide behind a registry call.
+func needsDTK(dockerfile string) bool {
+	args := DockerfileArgs(dockerfile)
+	return slices.Contains(args, ArgDTKAuto) && slices.Contains(args, ArgOSAuto)
+}
+
+// driverToolkit finds DTK_AUTO when --dtk-image is empty: the
+// driver-toolkit tag of the release image the ClusterVersion names
+// (status.desired.image), as KMM's DTK ImageStream is filled from the same
+// payload. The ClusterVersion comes from where the other inputs do.
+func (o *BuildOptions) driverToolkit(ctx context.Context, r osimage.Remote, md *kmmv1beta1.ModuleDay0) (string, error) {
+	wrap := func(err error) error {
+		return fmt.Errorf("ModuleDay0 %s/%s: finding DTK_AUTO (no --dtk-image): %w", md.Namespace, md.Name, err)
+	}
+	cv, err := o.clusterVersion(ctx)
+	if err != nil {
+		return "", wrap(err)
+	}
+	if cv == nil {
+		return "", wrap(fmt.Errorf("ClusterVersion %s not found", payload.ClusterVersionName))
+	}
+	kc, err := r.Keychain()
+	if err != nil {
+		return "", wrap(err)
+	}
+	f := payload.Facts{ReleaseImage: cv.Status.Desired.Image}
+	if f, err = f.WithDriverToolkit(ctx, payload.ResolveOptions{Insecure: r.Insecure, Keychain: kc}); err != nil {
+		return "", wrap(err)
+	}
+	return f.DriverToolkitImage, nil
+}
+
+// clusterVersion reads ClusterVersion "version", or nil when there is none.
+func (o *BuildOptions) clusterVersion(ctx context.Context) (*configv1.ClusterVersion, error) {
+	dir, err := o.SourceDir()
+	if err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		var found *configv1.ClusterVersion
+		err := manifests.Walk(dir, func(obj runtime.Object) error {
+			if cv, ok := obj.(*configv1.ClusterVersion); ok && cv.Name == payload.ClusterVersionName {
+				found = cv
+			}
+			return nil
+		})
+		return found, err
+	}
+	c, err := o.Client()
+	if err != nil {
+		return nil, err
+	}
+	cv := &configv1.ClusterVersion{}
+	err = c.Get(ctx, client.ObjectKey{Name: payload.ClusterVersionName}, cv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading ClusterVersion %s: %w", payload.ClusterVersionName, err)
+	}
+	return cv, nil
+}

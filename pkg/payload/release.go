@@ -1,0 +1,234 @@
+package payload
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	imagev1 "github.com/openshift/api/image/v1"
+)
+
+// ImageReferencesPath is the file of a release image that names every
+// component image of the payload: an ImageStream whose spec.tags map a
+// component (rhel-coreos, driver-toolkit, …) to its pullspec by digest.
+// It is what `oc adm release info` reads.
+const ImageReferencesPath = "release-manifests/image-references"
+
+// Component tags of the release payload kiln uses.
+const (
+	TagRHELCoreOS    = "rhel-coreos"
+	TagDriverToolkit = "driver-toolkit"
+)
+
+// maxImageReferences bounds the file read into memory; a real one is about
+// 100 KiB for ~200 tags.
+const maxImageReferences = 16 << 20
+
+// ErrNoImageReferences: the image has no release-manifests/image-references,
+// so it is not a release image.
+var ErrNoImageReferences = errors.New("no " + ImageReferencesPath + " (not a release image?)")
+
+// ReleaseTags are the component images of one release image. The zero
+// value has no tags. It is immutable: Lookup and Tags copy nothing out that
+// a caller could change.
+type ReleaseTags struct {
+	release string
+	tags    map[string]string
+}
+
+// Release is the release image the tags were read from.
+func (r ReleaseTags) Release() string { return r.release }
+
+// Lookup returns the pullspec of a component tag (e.g. TagDriverToolkit).
+func (r ReleaseTags) Lookup(tag string) (string, error) {
+	if ref, ok := r.tags[tag]; ok {
+		return ref, nil
+	}
+	return "", fmt.Errorf("release image %s: %s has no tag %q", r.release, ImageReferencesPath, tag)
+}
+
+// Tags lists the tag names, sorted.
+func (r ReleaseTags) Tags() []string {
+	out := make([]string, 0, len(r.tags))
+	for t := range r.tags {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ReleaseImages reads the component images of a release image (ClusterVersion
+// status.desired.image): its release-manifests/image-references file, looked
+// for from the top layer down so the last layer that has it wins, as in the
+// flattened filesystem. Only the layers above the file are read.
+func ReleaseImages(ctx context.Context, releaseRef string, o ResolveOptions) (ReleaseTags, error) {
+	img, err := o.image(ctx, releaseRef)
+	if err != nil {
+		return ReleaseTags{}, fmt.Errorf("reading release image %q: %w", releaseRef, err)
+	}
+	data, err := ReadImageFile(img, ImageReferencesPath)
+	if err != nil {
+		return ReleaseTags{}, fmt.Errorf("reading release image %q: %w", releaseRef, err)
+	}
+	tags, err := ParseImageReferences(data)
+	if err != nil {
+		return ReleaseTags{}, fmt.Errorf("reading release image %q: %s: %w", releaseRef, ImageReferencesPath, err)
+	}
+	return ReleaseTags{release: releaseRef, tags: tags}, nil
+}
+
+// DriverToolkitImage is the release image's driver-toolkit pullspec
+// (KMM's DTK_AUTO).
+func DriverToolkitImage(ctx context.Context, releaseRef string, o ResolveOptions) (string, error) {
+	r, err := ReleaseImages(ctx, releaseRef, o)
+	if err != nil {
+		return "", err
+	}
+	return r.Lookup(TagDriverToolkit)
+}
+
+func (o ResolveOptions) image(ctx context.Context, ref string) (v1.Image, error) {
+	var nopts []name.Option
+	if r, err := name.ParseReference(ref); err == nil && slices.Contains(o.Insecure, r.Context().RegistryStr()) {
+		nopts = append(nopts, name.Insecure)
+	}
+	parsed, err := name.ParseReference(ref, nopts...)
+	if err != nil {
+		return nil, err
+	}
+	kc := o.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	return remote.Image(parsed, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc))
+}
+
+// ReadImageFile returns one regular file of an image's flattened filesystem
+// (p without a leading slash). Layers are read top down and the first that
+// has p wins; a whiteout of p or of a parent folder, or an opaque parent
+// folder, in a layer above ends the search: the file was deleted.
+//
+// Not mutate.Extract: it ignores opaque-folder markers (.wh..wh..opq, which
+// buildah writes when a RUN replaces a folder) and so would return a file
+// the flattened image does not have (TestExtractIgnoresOpaqueFolders).
+func ReadImageFile(img v1.Image, p string) ([]byte, error) {
+	p = path.Clean(strings.TrimPrefix(p, "/"))
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("listing layers: %w", err)
+	}
+	for i := len(layers) - 1; i >= 0; i-- {
+		data, found, deleted, err := fileInLayer(layers[i], p)
+		if err != nil {
+			return nil, fmt.Errorf("reading layer %d: %w", i, err)
+		}
+		if found {
+			return data, nil
+		}
+		if deleted {
+			break
+		}
+	}
+	if p == ImageReferencesPath {
+		return nil, ErrNoImageReferences
+	}
+	return nil, fmt.Errorf("no %s in the image", p)
+}
+
+// fileInLayer looks for p in one layer's tar. A layer may hold both an
+// opaque marker of a parent and p itself (the folder was replaced): then p
+// is found.
+func fileInLayer(l v1.Layer, p string) (data []byte, found, deleted bool, err error) {
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return nil, false, false, err
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil, false, deleted, nil
+		}
+		if err != nil {
+			return nil, false, false, err
+		}
+		n := path.Clean(strings.TrimPrefix(h.Name, "/"))
+		if n == p {
+			if h.Typeflag != tar.TypeReg {
+				return nil, false, false, fmt.Errorf("%s is not a regular file (tar type %q)", p, h.Typeflag)
+			}
+			if h.Size > maxImageReferences {
+				return nil, false, false, fmt.Errorf("%s is %d bytes, more than the %d kiln reads", p, h.Size, maxImageReferences)
+			}
+			b, err := io.ReadAll(tr)
+			return b, err == nil, false, err
+		}
+		if whitesOut(n, p) {
+			deleted = true
+		}
+	}
+}
+
+// whitesOut: entry n (an AUFS-style whiteout, as in OCI layers) deletes p.
+func whitesOut(n, p string) bool {
+	dir, base := path.Split(n)
+	dir = strings.TrimSuffix(dir, "/")
+	switch {
+	case base == ".wh..wh..opq":
+		// Opaque folder: everything below dir in lower layers is gone.
+		return dir == "" || dir == "." || strings.HasPrefix(p, dir+"/")
+	case strings.HasPrefix(base, ".wh."):
+		gone := path.Join(dir, strings.TrimPrefix(base, ".wh."))
+		return p == gone || strings.HasPrefix(p, gone+"/")
+	}
+	return false
+}
+
+// ParseImageReferences reads an image-references ImageStream into tag name
+// → pullspec. Every tag must name a DockerImage; a tag named twice with two
+// different pullspecs is refused (which one would DTK_AUTO be?).
+func ParseImageReferences(data []byte) (map[string]string, error) {
+	var is imagev1.ImageStream
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&is); err != nil {
+		return nil, fmt.Errorf("decoding the ImageStream: %w", err)
+	}
+	if is.Kind != "ImageStream" {
+		return nil, fmt.Errorf("kind is %q, want ImageStream", is.Kind)
+	}
+	if len(is.Spec.Tags) == 0 {
+		return nil, errors.New("spec.tags is empty")
+	}
+	out := make(map[string]string, len(is.Spec.Tags))
+	for i, t := range is.Spec.Tags {
+		switch {
+		case t.Name == "":
+			return nil, fmt.Errorf("spec.tags[%d]: name is empty", i)
+		case t.From == nil || t.From.Name == "":
+			return nil, fmt.Errorf("spec.tags[%d] %q: from.name is empty", i, t.Name)
+		case t.From.Kind != "DockerImage":
+			return nil, fmt.Errorf("spec.tags[%d] %q: from.kind is %q, want DockerImage", i, t.Name, t.From.Kind)
+		}
+		if _, err := name.ParseReference(t.From.Name); err != nil {
+			return nil, fmt.Errorf("spec.tags[%d] %q: from.name: %w", i, t.Name, err)
+		}
+		if prev, ok := out[t.Name]; ok && prev != t.From.Name {
+			return nil, fmt.Errorf("spec.tags[%d] %q: named twice, as %s and %s", i, t.Name, prev, t.From.Name)
+		}
+		out[t.Name] = t.From.Name
+	}
+	return out, nil
+}
