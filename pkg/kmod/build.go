@@ -48,6 +48,8 @@ type BuildOptions struct {
 	// Dockerfile uses DTK_AUTO, from the release image of ClusterVersion
 	// status.desired.image.
 	OSImage, DTKImage string
+	// Rebuild builds even when containerImage exists (seed 003 upgrade).
+	Rebuild bool
 	// SecretsDir holds one folder per build secret (a mounted Secret).
 	SecretsDir string
 	// Buildah runs the build; tests give it their private storage.
@@ -61,6 +63,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	o.KubeOptions.AddFlags(fs)
 	fs.StringVar(&o.OSImage, "os-image", "", "OS_AUTO: the payload's rhel-coreos image (default: ConfigMap machine-config-osimageurl)")
 	fs.StringVar(&o.DTKImage, "dtk-image", "", "DTK_AUTO: the payload's driver-toolkit image (default: the driver-toolkit tag of ClusterVersion status.desired.image)")
+	fs.BoolVar(&o.Rebuild, "rebuild", false, "build even when containerImage exists (seed 003 cluster upgrade; set by the trigger)")
 	fs.StringVar(&o.SecretsDir, "build-secrets-dir", "/etc/kiln/kmod-build-secrets", "folder with one sub-folder per build.secrets Secret")
 	fs.StringVar(&o.Buildah.Bin, "buildah", "", "buildah binary (default: buildah on PATH)")
 }
@@ -161,7 +164,7 @@ func (o *BuildOptions) plan(ctx context.Context, r osimage.Remote, ws step.Works
 	if err != nil {
 		return Plan{}, fmt.Errorf("ModuleDay0 %s/%s: checking spec.osMapping.containerImage: %w", md.Namespace, md.Name, err)
 	}
-	f := Facts{ImageExists: exists}
+	f := Facts{ImageExists: exists, Rebuild: o.Rebuild}
 	// The rendered config's osImageURL is the MC's, when render ran.
 	if b, err := os.ReadFile(ws.RenderedPath()); err == nil {
 		var mc mcfgv1.MachineConfig

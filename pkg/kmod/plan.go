@@ -17,6 +17,10 @@ type Facts struct {
 	ImageExists bool
 	// UnsignedExists: sign.unsignedImage is in its registry.
 	UnsignedExists bool
+	// Rebuild: the cluster is moving to a new y-stream and the ModuleDay0
+	// has clusterUpgradeTriggerNodeUpgrade (seed 003 "Cluster upgrade"),
+	// so an existing image, built for the old kernel, is made again.
+	Rebuild bool
 }
 
 // Plan is what a run does for one ModuleDay0, and why.
@@ -43,6 +47,10 @@ type Plan struct {
 func Decide(md *kmmv1beta1.ModuleDay0, f Facts) (Plan, error) {
 	om := md.Spec.OSMapping
 	switch {
+	case f.Rebuild && om.Build == nil && om.Sign == nil:
+		return Plan{}, fmt.Errorf("ModuleDay0 %s/%s: a cluster upgrade asks for a rebuild of %s, but there is no build or sign section", md.Namespace, md.Name, om.ContainerImage)
+	case f.Rebuild:
+		// The trigger decided from the ClusterVersion and the nodes.
 	case om.ContainerImage == f.MCOSImageURL:
 		return Plan{Reason: "containerImage is already the MachineConfig's osImageURL"}, nil
 	case f.ImageExists:

@@ -38,6 +38,9 @@ func TestDecide(t *testing.T) {
 	}{
 		{"already the osImageURL", md(true, true, ""), Facts{MCOSImageURL: img}, Plan{Reason: "containerImage is already the MachineConfig's osImageURL"}, ""},
 		{"image exists", md(true, false, ""), Facts{ImageExists: true}, Plan{Reason: "containerImage exists; nothing to build or sign"}, ""},
+		{"upgrade rebuilds an existing image", md(true, false, ""), Facts{ImageExists: true, MCOSImageURL: img, Rebuild: true}, Plan{Build: true, BuildTarget: img, Reason: "build " + img}, ""},
+		{"upgrade rebuild with neither section", md(false, false, ""), Facts{ImageExists: true, Rebuild: true}, Plan{},
+			"ModuleDay0 kmm/kmm-ci: a cluster upgrade asks for a rebuild of " + img + ", but there is no build or sign section"},
 		{"build only", md(true, false, ""), Facts{}, Plan{Build: true, BuildTarget: img, Reason: "build " + img}, ""},
 		{"sign an existing unsigned image", md(false, true, unsigned), Facts{UnsignedExists: true},
 			Plan{Sign: true, BuildTarget: img, SignSource: unsigned, Reason: "sign " + unsigned + " into " + img}, ""},

@@ -30,6 +30,8 @@ type SignOptions struct {
 	// sign.keySecret (KMM's keys "cert" and "key").
 	CertFile, KeyFile string
 	Hash              string
+	// Rebuild signs even when containerImage exists (seed 003 upgrade).
+	Rebuild bool
 }
 
 // AddFlags registers kmod-sign's flags.
@@ -40,6 +42,7 @@ func (o *SignOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertFile, "cert-file", "/etc/kiln/kmod-signing-cert/cert", "signing certificate (sign.certSecret, key \"cert\")")
 	fs.StringVar(&o.KeyFile, "key-file", "/etc/kiln/kmod-signing-key/key", "signing key (sign.keySecret, key \"key\")")
 	fs.StringVar(&o.Hash, "hash", "sha256", "module signature hash: sha256, sha384 or sha512")
+	fs.BoolVar(&o.Rebuild, "rebuild", false, "sign even when containerImage exists (seed 003 cluster upgrade; set by the trigger)")
 }
 
 // KmodReport is what kmod-build and kmod-sign leave in work/kmod/.
@@ -73,7 +76,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	// must not stack another signed layer on the signed image.
 	if rep, ok, err := existing(ctx, r, md.Spec.OSMapping.ContainerImage); err != nil {
 		return err
-	} else if ok {
+	} else if ok && !o.Rebuild {
 		p.Printf("ModuleDay0 %s/%s: containerImage %s exists; nothing to sign", md.Namespace, md.Name, rep.Image)
 		return writeKmodResults(o.Options, ws, "sign.json", rep)
 	}
