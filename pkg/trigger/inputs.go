@@ -118,44 +118,52 @@ func (c *Controller) loadInputs(ctx context.Context, pool *mcfgv1.MachineConfigP
 	for i := range mcs.Items {
 		all[i] = &mcs.Items[i]
 	}
-	sel, err := render.Select(pool, all)
-	if err != nil {
-		return fail(ReasonInputs, err)
-	}
 	if err := c.loadPayload(ctx, w); err != nil {
 		return err
-	}
-	base, err := c.Resolve(ctx, w.facts.BaseOSImage)
-	if err != nil {
-		return fail(ReasonInputs, fmt.Errorf("ConfigMap %s/%s: baseOSContainerImage: %w", payload.Namespace, payload.OSImageURLMap, err))
-	}
-	ext := w.facts.ExtensionsImage
-	if ext != "" {
-		if ext, err = c.Resolve(ctx, ext); err != nil {
-			return fail(ReasonInputs, fmt.Errorf("ConfigMap %s/%s: baseOSExtensionsContainerImage: %w", payload.Namespace, payload.OSImageURLMap, err))
-		}
 	}
 	var mods kmmv1beta1.ModuleDay0List
 	if err := c.Client.List(ctx, &mods, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	objs := render.Objects{}
+	modules := make([]*kmmv1beta1.ModuleDay0, len(mods.Items))
 	for i := range mods.Items {
-		objs.Modules = append(objs.Modules, &mods.Items[i])
+		modules[i] = &mods.Items[i]
 	}
-	mod, err := objs.Module(pool)
+	w.inputs, err = gatherInputs(ctx, pool, all, modules, w.facts, c.Resolve)
 	if err != nil {
-		return fail(ReasonInputs, err)
+		return err
 	}
-	w.inputs = Inputs{
-		MachineConfigs: sel, BaseImage: base, ExtensionsImage: ext, ModuleDay0: mod,
-		PipelineVersion: w.version, Rebuild: pool.Annotations[AnnotRebuild],
-	}
+	w.inputs.PipelineVersion = w.version
 	w.fp, err = c.hasher.Compute(w.inputs)
 	if err != nil {
 		return fail(ReasonInputs, err)
 	}
 	return nil
+}
+
+// gatherInputs is what cluster and local mode share: from the objects
+// read, one pool's inputs (PipelineVersion left to the caller).
+func gatherInputs(ctx context.Context, pool *mcfgv1.MachineConfigPool, mcs []*mcfgv1.MachineConfig, mods []*kmmv1beta1.ModuleDay0,
+	facts payload.Facts, resolve func(context.Context, string) (string, error)) (Inputs, error) {
+	sel, err := render.Select(pool, mcs)
+	if err != nil {
+		return Inputs{}, fail(ReasonInputs, err)
+	}
+	base, err := resolve(ctx, facts.BaseOSImage)
+	if err != nil {
+		return Inputs{}, fail(ReasonInputs, fmt.Errorf("ConfigMap %s/%s: baseOSContainerImage: %w", payload.Namespace, payload.OSImageURLMap, err))
+	}
+	ext := facts.ExtensionsImage
+	if ext != "" {
+		if ext, err = resolve(ctx, ext); err != nil {
+			return Inputs{}, fail(ReasonInputs, fmt.Errorf("ConfigMap %s/%s: baseOSExtensionsContainerImage: %w", payload.Namespace, payload.OSImageURLMap, err))
+		}
+	}
+	mod, err := (&render.Objects{Modules: mods}).Module(pool)
+	if err != nil {
+		return Inputs{}, fail(ReasonInputs, err)
+	}
+	return Inputs{MachineConfigs: sel, BaseImage: base, ExtensionsImage: ext, ModuleDay0: mod, Rebuild: pool.Annotations[AnnotRebuild]}, nil
 }
 
 func (c *Controller) loadPayload(ctx context.Context, w *world) error {

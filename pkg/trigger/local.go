@@ -1,0 +1,152 @@
+package trigger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	configv1 "github.com/openshift/api/config/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/payload"
+)
+
+// Snapshot is what local mode reads from a folder of manifests: the same
+// objects cluster mode watches.
+type Snapshot struct {
+	Pools          []*mcfgv1.MachineConfigPool
+	MachineConfigs []*mcfgv1.MachineConfig
+	Modules        []*kmmv1beta1.ModuleDay0
+	OSImageURL     *corev1.ConfigMap
+	ClusterVersion *configv1.ClusterVersion
+}
+
+// LoadSnapshot reads dir (recursively) through pkg/manifests.
+func LoadSnapshot(dir string) (*Snapshot, error) {
+	s := &Snapshot{}
+	err := manifests.Walk(dir, func(o runtime.Object) error {
+		switch o := o.(type) {
+		case *mcfgv1.MachineConfigPool:
+			s.Pools = append(s.Pools, o)
+		case *mcfgv1.MachineConfig:
+			s.MachineConfigs = append(s.MachineConfigs, o)
+		case *kmmv1beta1.ModuleDay0:
+			s.Modules = append(s.Modules, o)
+		case *corev1.ConfigMap:
+			if o.Namespace == payload.Namespace && o.Name == payload.OSImageURLMap {
+				s.OSImageURL = o
+			}
+		case *configv1.ClusterVersion:
+			if o.Name == payload.ClusterVersionName {
+				s.ClusterVersion = o
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(s.Pools, func(i, j int) bool { return s.Pools[i].Name < s.Pools[j].Name })
+	return s, nil
+}
+
+// State is local mode's memory between runs, kept in the output folder:
+// per pool, the fingerprint of the last run that succeeded.
+type State struct {
+	Pools map[string]PoolState `json:"pools"`
+}
+
+// PoolState is one pool's last successful run.
+type PoolState struct {
+	Fingerprint string          `json:"fingerprint"`
+	Parts       map[Part]string `json:"parts"`
+	Run         string          `json:"run"`
+}
+
+const stateFile = "state.json"
+
+// ReadState reads dir/state.json; a missing file is an empty state.
+func ReadState(dir string) (State, error) {
+	st := State{Pools: map[string]PoolState{}}
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("reading %s: %w (delete it to start over)", filepath.Join(dir, stateFile), err)
+	}
+	if st.Pools == nil {
+		st.Pools = map[string]PoolState{}
+	}
+	return st, nil
+}
+
+// Write saves the state, atomically.
+func (st State) Write(dir string) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, stateFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, stateFile))
+}
+
+// PoolPlan is local mode's decision for one enabled pool.
+type PoolPlan struct {
+	Pool        string
+	Fingerprint Fingerprint
+	// Run is the run's name, kiln-<pool>-<fp[:10]>, as in cluster mode.
+	Run string
+	// Changed: no successful run has this fingerprint; Trigger says why.
+	Changed bool
+	Trigger string
+}
+
+// PlanLocal fingerprints every enabled pool of snap exactly as cluster
+// mode does and compares with the last successful runs in st.
+func PlanLocal(ctx context.Context, snap *Snapshot, st State, pipelineVersion string, resolve func(context.Context, string) (string, error)) ([]PoolPlan, error) {
+	facts, err := payload.FromObjects(snap.OSImageURL, snap.ClusterVersion)
+	if err != nil {
+		return nil, err
+	}
+	var h SpecHasher
+	var plans []PoolPlan
+	for _, pool := range snap.Pools {
+		if pool.Labels[LabelEnabled] != "true" {
+			continue
+		}
+		in, err := gatherInputs(ctx, pool, snap.MachineConfigs, snap.Modules, facts, resolve)
+		if err != nil {
+			return nil, err
+		}
+		in.PipelineVersion = pipelineVersion
+		fp, err := h.Compute(in)
+		if err != nil {
+			return nil, err
+		}
+		prev, ok := st.Pools[pool.Name]
+		p := PoolPlan{Pool: pool.Name, Fingerprint: fp, Run: RunName(pool.Name, fp.Sum), Changed: !ok || prev.Fingerprint != fp.Sum}
+		if p.Changed {
+			p.Trigger = fp.Changed(prev.Parts)
+		}
+		plans = append(plans, p)
+	}
+	if len(plans) == 0 {
+		return nil, fmt.Errorf("no MachineConfigPool has the label %s=true: nothing to build", LabelEnabled)
+	}
+	return plans, nil
+}
