@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+
+	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -108,5 +111,43 @@ func TestReadStateCorrupt(t *testing.T) {
 	_ = os.WriteFile(filepath.Join(out, "state.json"), []byte("{"), 0o644)
 	if _, err := ReadState(out); err == nil || !strings.Contains(err.Error(), "delete it to start over") {
 		t.Fatalf("corrupt state: %v", err)
+	}
+}
+
+// TestEnsureLocalKeys: keys are made once, reused, and usable by the
+// signers that read them.
+func TestEnsureLocalKeys(t *testing.T) {
+	dir := t.TempDir()
+	k, err := EnsureLocalKeys(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	key1, cert1 := read(filepath.Join(k.Cosign, "cosign.key")), read(filepath.Join(k.KmodCert, "cert"))
+	if _, err := cosign.LoadPrivateKey(key1, read(filepath.Join(k.Cosign, "cosign.password")), nil); err != nil {
+		t.Fatalf("cosign key: %v", err)
+	}
+	cert, _, err := kmod.LoadKeyPair(cert1, read(filepath.Join(k.KmodKey, "key")))
+	if err != nil {
+		t.Fatalf("kmod key pair: %v", err)
+	}
+	if cert.Subject.CommonName == "" {
+		t.Fatal("certificate without a subject")
+	}
+	if fi, _ := os.Stat(filepath.Join(k.KmodKey, "key")); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("private key mode %v", fi.Mode().Perm())
+	}
+	k2, err := EnsureLocalKeys(dir, "")
+	if err != nil || string(read(filepath.Join(k2.Cosign, "cosign.key"))) != string(key1) || string(read(filepath.Join(k2.KmodCert, "cert"))) != string(cert1) {
+		t.Fatalf("second call did not reuse the keys (%v)", err)
+	}
+	if _, err := EnsureLocalKeys(t.TempDir(), filepath.Join(dir, "nope")); err == nil || !strings.Contains(err.Error(), "--key") {
+		t.Fatalf("missing --key folder: %v", err)
 	}
 }

@@ -1,0 +1,124 @@
+package trigger
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sigstore/cosign/v2/pkg/cosign"
+)
+
+// LocalKeys are the key folders local mode binds as the pipeline's
+// signing workspaces, laid out as the Secrets would be mounted.
+type LocalKeys struct {
+	// Cosign holds cosign.key, cosign.password and cosign.pub (the
+	// signing-key and public-key workspaces).
+	Cosign string
+	// KmodCert and KmodKey hold "cert" and "key" (the ModuleDay0's
+	// sign.certSecret and sign.keySecret).
+	KmodCert, KmodKey string
+}
+
+// EnsureLocalKeys makes, on first use, a cosign key pair and a
+// kernel-module signing certificate under dir (mode 0700), and reuses them
+// afterwards: a user's second run signs with the same keys, so nodes'
+// policies keep trusting it. cosignKey, when set, is the user's own key
+// folder (--key) and is used as it is.
+func EnsureLocalKeys(dir, cosignKey string) (LocalKeys, error) {
+	k := LocalKeys{Cosign: filepath.Join(dir, "cosign"), KmodCert: filepath.Join(dir, "kmod-cert"), KmodKey: filepath.Join(dir, "kmod-key")}
+	for _, d := range []string{k.Cosign, k.KmodCert, k.KmodKey} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return k, err
+		}
+	}
+	if cosignKey != "" {
+		for _, f := range []string{"cosign.key", "cosign.pub"} {
+			if _, err := os.Stat(filepath.Join(cosignKey, f)); err != nil {
+				return k, fmt.Errorf("--key %s: want a folder holding cosign.key, cosign.pub and cosign.password: %w", cosignKey, err)
+			}
+		}
+		k.Cosign = cosignKey
+	} else if err := ensureCosign(k.Cosign); err != nil {
+		return k, fmt.Errorf("generating the cosign key pair in %s: %w", k.Cosign, err)
+	}
+	if err := ensureKmodCert(k.KmodCert, k.KmodKey); err != nil {
+		return k, fmt.Errorf("generating the kernel-module signing certificate in %s: %w", dir, err)
+	}
+	return k, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func ensureCosign(dir string) error {
+	if exists(filepath.Join(dir, "cosign.key")) {
+		return nil
+	}
+	pw := make([]byte, 16)
+	if _, err := rand.Read(pw); err != nil {
+		return err
+	}
+	pass := []byte(hex.EncodeToString(pw))
+	kp, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return pass, nil })
+	if err != nil {
+		return err
+	}
+	// The password first: a key without it would be unusable.
+	return errors.Join(
+		os.WriteFile(filepath.Join(dir, "cosign.password"), pass, 0o600),
+		os.WriteFile(filepath.Join(dir, "cosign.pub"), kp.PublicBytes, 0o644),
+		os.WriteFile(filepath.Join(dir, "cosign.key"), kp.PrivateBytes, 0o600),
+	)
+}
+
+// ensureKmodCert makes a self-signed RSA certificate with the code-signing
+// usage the kernel's module signing keys carry.
+func ensureKmodCert(certDir, keyDir string) error {
+	if exists(filepath.Join(certDir, "cert")) && exists(filepath.Join(keyDir, "key")) {
+		return nil
+	}
+	key, err := rsa.GenerateKey(rand.Reader, 3072)
+	if err != nil {
+		return err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 120))
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: "kiln local kernel module signing key", Organization: []string{"kiln"}},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().AddDate(10, 0, 0),
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return err
+	}
+	return errors.Join(
+		os.WriteFile(filepath.Join(keyDir, "key"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: mustPKCS8(key)}), 0o600),
+		os.WriteFile(filepath.Join(certDir, "cert"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644),
+	)
+}
+
+func mustPKCS8(k *rsa.PrivateKey) []byte {
+	b, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		panic(err) // an RSA key always marshals
+	}
+	return b
+}
