@@ -209,6 +209,11 @@ func TestRun(t *testing.T) {
 				t.Errorf("steps results = %q, want OUT from context and SECOND %q", steps, want)
 			}
 		},
+	}, {
+		// An embedded taskSpec sees pipeline variables; its own param wins.
+		pipeline: "embedded", status: "Succeeded",
+		tasks:   map[string]string{"inline": ok},
+		results: map[string]map[string]string{"inline": {"OUT": "task-world in p-embedded-local"}},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.pipeline, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -13,8 +14,11 @@ import (
 // TestMain turns the test binary into the steps' helper when the executor
 // starts it with KILN_EXEC_HELPER=1: no second binary to build.
 func TestMain(m *testing.M) {
-	if os.Getenv("KILN_EXEC_HELPER") == "1" {
+	switch os.Getenv("KILN_EXEC_HELPER") {
+	case "1":
 		os.Exit(helperMain(os.Args[1:]))
+	case "stage":
+		os.Exit(stageMain(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
@@ -106,4 +110,39 @@ func helperMain(args []string) int {
 		return 4
 	}
 	return *exit
+}
+
+// stageMain stands in for kiln-steps where the real stage needs a cluster,
+// a registry or buildah: it logs its subcommand and args to $KILN_TRACE,
+// writes the results $KILN_STAGE_RESULTS (JSON: stage → name → value)
+// gives it into $KILN_RESULTS_DIR or --results-dir, and fails when its
+// stage is $KILN_STAGE_FAIL.
+func stageMain(args []string) int {
+	stage := args[0]
+	dir := os.Getenv("KILN_RESULTS_DIR")
+	for _, a := range args[1:] {
+		if v, ok := strings.CutPrefix(a, "--results-dir="); ok {
+			dir = v
+		}
+	}
+	if f, err := os.OpenFile(os.Getenv("KILN_TRACE"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+		fmt.Fprintf(f, "%s\n", strings.Join(args, " "))
+		f.Close()
+	}
+	if os.Getenv("KILN_STAGE_FAIL") == stage {
+		fmt.Fprintf(os.Stderr, "%s: failing on purpose\n", stage)
+		return 1
+	}
+	all := map[string]map[string]string{}
+	if err := json.Unmarshal([]byte(os.Getenv("KILN_STAGE_RESULTS")), &all); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	for k, v := range all[stage] {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
 }

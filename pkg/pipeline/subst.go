@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"github.com/tektoncd/pipeline/pkg/container"
 	"github.com/tektoncd/pipeline/pkg/substitution"
 )
 
@@ -132,6 +133,27 @@ func applyToPipelineTask(pt tektonv1.PipelineTask, r replacements) tektonv1.Pipe
 	pt.DisplayName = substitution.ApplyReplacements(pt.DisplayName, r.str)
 	for i := range pt.Workspaces {
 		pt.Workspaces[i].SubPath = substitution.ApplyReplacements(pt.Workspaces[i].SubPath, r.str)
+	}
+	if pt.TaskSpec != nil {
+		// An embedded taskSpec also gets the pipeline's variables
+		// (pipelinerun/resources propagateParams); a param the
+		// PipelineTask sets is left for the TaskRun, which scopes it.
+		scoped := newReplacements()
+		for k, v := range r.str {
+			scoped.str[k] = v
+		}
+		for k, v := range r.arr {
+			scoped.arr[k] = v
+		}
+		for _, p := range pt.Params {
+			for _, pattern := range paramPatterns {
+				delete(scoped.str, fmt.Sprintf(pattern, p.Name))
+				delete(scoped.arr, fmt.Sprintf(pattern, p.Name))
+			}
+		}
+		for i := range pt.TaskSpec.Steps {
+			container.ApplyStepReplacements(&pt.TaskSpec.Steps[i], scoped.str, scoped.arr)
+		}
 	}
 	return pt
 }
