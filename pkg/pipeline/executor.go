@@ -158,6 +158,18 @@ func (e *Executor) Run(ctx context.Context, p *tektonv1.Pipeline, params map[str
 
 // prepare validates everything a run needs before any process starts.
 func (e *Executor) prepare(ctx context.Context, p *tektonv1.Pipeline, params map[string]string, workspaces map[string]string, runDir string) (*run, error) {
+	// Steps run in their task folder: every path they get is absolute.
+	runDir, err := filepath.Abs(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving run folder: %w", err)
+	}
+	abs := map[string]string{}
+	for n, dir := range workspaces {
+		if abs[n], err = filepath.Abs(dir); err != nil {
+			return nil, fmt.Errorf("resolving workspace %q: %w", n, err)
+		}
+	}
+	workspaces = abs
 	runName := e.RunName
 	if runName == "" {
 		runName = p.Name + "-local"

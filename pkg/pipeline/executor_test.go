@@ -335,3 +335,37 @@ func TestRunCancel(t *testing.T) {
 		t.Errorf("tasks = %v", names)
 	}
 }
+
+// TestRunRelativePaths: a relative step binary, run folder and workspace
+// (as `make run` passes bin/kiln-steps and _out/) still work, although
+// steps run in their task folder.
+func TestRunRelativePaths(t *testing.T) {
+	e, _, _ := testExecutor(t)
+	p, err := LoadPipeline(context.Background(), "testdata/exec/pipelines/params.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin, err := filepath.Rel(dir, os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	if err := os.Mkdir("work", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.Commands = map[string]string{"helper": bin}
+	res, err := e.Run(context.Background(), p, map[string]string{"who": "x"}, map[string]string{"work": "work"}, "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "work", "sub", "said")); err != nil || string(b) != "hi x" {
+		t.Errorf("work/sub/said = %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "default-pipeline", "run.log")); err != nil {
+		t.Error(err)
+	}
+}

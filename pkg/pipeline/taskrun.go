@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -149,15 +150,21 @@ func (e *Executor) step(ctx context.Context, tr *taskRun, s *tektonv1.Step, tekt
 	return cmd.Run()
 }
 
-// command maps a step's command to a local executable.
+// command maps a step's command to a local executable, made absolute:
+// steps run in their task folder, where a relative bin/kiln-steps would
+// name nothing.
 func (e *Executor) command(name string) (string, error) {
-	if p, ok := e.Commands[name]; ok {
-		return p, nil
+	p, ok := e.Commands[name]
+	if !ok && name == StepBinary && e.StepBinary != "" {
+		p, ok = e.StepBinary, true
 	}
-	if name == StepBinary && e.StepBinary != "" {
-		return e.StepBinary, nil
+	if !ok {
+		return "", fmt.Errorf("command %q has no local binary (set Executor.StepBinary or Executor.Commands)", name)
 	}
-	return "", fmt.Errorf("command %q has no local binary (set Executor.StepBinary or Executor.Commands)", name)
+	if !strings.ContainsRune(p, os.PathSeparator) {
+		return exec.LookPath(p)
+	}
+	return filepath.Abs(p)
 }
 
 // readResults reads the declared results written so far and checks that
