@@ -210,13 +210,31 @@ func TestRun(t *testing.T) {
 			}
 		},
 	}, {
+		// timeouts.tasks cancels the DAG, finally still runs, and the run
+		// is a PipelineRunTimeout as Tekton reports it.
+		pipeline: "pipeline-timeout", status: "PipelineRunTimeout", failedTask: "slow",
+		timeouts: &tektonv1.TimeoutFields{Pipeline: &metav1.Duration{Duration: time.Minute}, Tasks: &metav1.Duration{Duration: time.Second}},
+		tasks: map[string]string{
+			"slow": "Failed/TaskRunCancelled", "after": "Skipped/PipelineRun Tasks timeout has been reached", "f": ok,
+		},
+	}, {
+		// A failure with onError: continue neither stops the DAG nor fails
+		// the run; finally still sees it as Failed.
+		pipeline: "onerror", status: "Succeeded",
+		tasks:   map[string]string{"a": failed, "b": ok, "f": ok},
+		results: map[string]map[string]string{"f": {"OUT": "a:Failed all:Failed"}},
+	}, {
 		// An embedded taskSpec sees pipeline variables; its own param wins.
 		pipeline: "embedded", status: "Succeeded",
 		tasks:   map[string]string{"inline": ok},
 		results: map[string]map[string]string{"inline": {"OUT": "task-world in p-embedded-local"}},
 	}}
 	for _, tc := range cases {
-		t.Run(tc.pipeline, func(t *testing.T) {
+		name := tc.pipeline
+		if tc.timeouts != nil && tc.timeouts.Tasks != nil {
+			name += "/tasks-timeout"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			e, out, tracePath := testExecutor(t)
 			e.Timeouts = tc.timeouts

@@ -59,6 +59,7 @@ func (r *run) run(parent context.Context) *RunResult {
 	defer cancelP()
 	tctx, cancelT := withTimeout(pctx, r.timeouts.Tasks, errTasksTimeout)
 	r.schedule(tctx, false)
+	tasksTimedOut := errors.Is(context.Cause(tctx), errTasksTimeout)
 	cancelT()
 	fctx, cancelF := withTimeout(pctx, r.timeouts.Finally, errFinallyTimeout)
 	r.schedule(fctx, true)
@@ -72,11 +73,13 @@ func (r *run) run(parent context.Context) *RunResult {
 		if st.Status == StateFailed && out.FailedTask == "" && (st.Finally || r.pts[n].OnError != tektonv1.PipelineTaskContinue) {
 			out.FailedTask, out.Message = n, st.Message
 		}
-		skipped = skipped || st.Status == StateSkipped || st.Status == StateFailed
+		skipped = skipped || st.Status == StateSkipped
 	}
 	switch cause := context.Cause(pctx); {
 	case errors.Is(cause, errPipelineTimeout):
 		out.Status, out.Message = string(tektonv1.PipelineRunReasonTimedOut), fmt.Sprintf("PipelineRun %s failed to finish within %s", r.runName, r.timeouts.Pipeline.Duration)
+	case tasksTimedOut:
+		out.Status, out.Message = string(tektonv1.PipelineRunReasonTimedOut), fmt.Sprintf("PipelineRun %s failed due to tasks failed to finish within %s", r.runName, r.timeouts.Tasks.Duration)
 	case errors.Is(cause, errCancelled):
 		out.Status, out.Message = string(tektonv1.PipelineRunReasonCancelled), "PipelineRun was cancelled"
 	case out.FailedTask != "":
