@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunNodeImagePipelineShape runs the repository's node-image Pipeline
+// and Tasks unchanged, with a stand-in kiln-steps (stageMain) so the
+// Tekton semantics the pipeline relies on are checked without a registry:
+// kmod stages skipped by `when` do not skip image-build, results flow into
+// later tasks' args, a failure stops the chain, and the finally report
+// gets every status. The real stages are tested in their own packages;
+// TestRunBootImagesPipeline runs one for real through the executor.
+func TestRunNodeImagePipelineShape(t *testing.T) {
+	const image = "registry.local/os-worker@sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	stageResults, _ := json.Marshal(map[string]map[string]string{
+		"render": {"RENDERED_NAME": "rendered-worker-0123", "CONFIG_HASH": "sha256:ab", "BASE_IMAGE": "quay.io/base@sha256:00",
+			"HAS_KMOD": "false", "KMOD_BUILD": "false", "KMOD_SIGN": "false"},
+		"image-build": {"IMAGE_URL": image, "IMAGE_DIGEST": "sha256:1111", "REUSED": "false"},
+		"image-sign":  {"SIGNATURE_REF": "sig", "ATTESTATION_REF": "att"},
+		"verify":      {"VERIFIED": "true"},
+		"rollout":     {"ROLLOUT_STATE": "Done", "UPDATED_NODES": "3"},
+		"bootimages":  {"MACHINESETS_PATCHED": "0", "MACHINESETS_SKIPPED": "0"},
+	})
+	cases := []struct {
+		name, fail, bootImages string
+		status                 string
+		tasks                  map[string]string
+		calls                  []string // substrings of the stage invocations, in order
+	}{{
+		name: "no kmod", bootImages: "true", status: "Completed",
+		tasks: map[string]string{"render": StateSucceeded, "kmod-build": StateSkipped, "kmod-sign": StateSkipped,
+			"image-build": StateSucceeded, "image-sign": StateSucceeded, "verify": StateSucceeded,
+			"rollout": StateSucceeded, "bootimages": StateSucceeded, "report": StateSucceeded},
+		calls: []string{"render --pool=worker --source=dir:/m", "image-build --pool=worker", "--base=quay.io/base@sha256:00 --repository=registry.local/os-worker",
+			"image-sign", "--image=" + image, "verify", "rollout", "bootimages", "report --pool=worker",
+			"--aggregate=Completed render=Succeeded kmod-build=None kmod-sign=None image-build=Succeeded image-sign=Succeeded verify=Succeeded rollout=Succeeded bootimages=Succeeded"},
+	}, {
+		name: "verify fails", fail: "verify", bootImages: "true", status: "Failed",
+		tasks: map[string]string{"render": StateSucceeded, "kmod-build": StateSkipped, "kmod-sign": StateSkipped,
+			"image-build": StateSucceeded, "image-sign": StateSucceeded, "verify": StateFailed,
+			"rollout": StateSkipped, "bootimages": StateSkipped, "report": StateSucceeded},
+		calls: []string{"verify", "verify", "verify", "report", "--aggregate=Failed", "verify=Failed rollout=None bootimages=None"},
+	}, {
+		name: "no boot images", bootImages: "false", status: "Completed",
+		tasks: map[string]string{"render": StateSucceeded, "kmod-build": StateSkipped, "kmod-sign": StateSkipped,
+			"image-build": StateSucceeded, "image-sign": StateSucceeded, "verify": StateSucceeded,
+			"rollout": StateSucceeded, "bootimages": StateSkipped, "report": StateSucceeded},
+		calls: []string{"rollout", "report", "bootimages=None"},
+	}}
+	ctx := context.Background()
+	tasks, err := LoadTasks(ctx, "../../tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPipeline(ctx, "../../pipelines/node-image.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			trace := filepath.Join(t.TempDir(), "trace")
+			e := &Executor{Tasks: tasks, StepBinary: os.Args[0],
+				Env: []string{"KILN_EXEC_HELPER=stage", "KILN_TRACE=" + trace, "KILN_STAGE_RESULTS=" + string(stageResults), "KILN_STAGE_FAIL=" + tc.fail}}
+			ws := map[string]string{"work": t.TempDir(), "signing-key": t.TempDir(), "public-key": t.TempDir()}
+			res, err := e.Run(ctx, p, map[string]string{"pool": "worker", "repository": "registry.local/os-worker",
+				"source": "dir:/m", "update-boot-images": tc.bootImages}, ws, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != tc.status {
+				t.Errorf("status %s, want %s (%v)", res.Status, tc.status, res.Err())
+			}
+			for n, want := range tc.tasks {
+				if got := res.Task(n).Status; got != want {
+					t.Errorf("task %s = %s (%s), want %s", n, got, res.Task(n).Reason, want)
+				}
+			}
+			if tc.fail == "" && (res.Results["IMAGE_URL"] != image || res.Results["ROLLOUT_STATE"] != "Done") {
+				t.Errorf("pipeline results %v", res.Results)
+			}
+			b, _ := os.ReadFile(trace)
+			rest := string(b)
+			for _, c := range tc.calls {
+				i := strings.Index(rest, c)
+				if i < 0 {
+					t.Fatalf("no %q after the earlier calls in:\n%s", c, b)
+				}
+				rest = rest[i+len(c):]
+			}
+		})
+	}
+}
