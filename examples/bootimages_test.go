@@ -117,6 +117,12 @@ func TestBootImagesLocalMode(t *testing.T) {
 			t.Errorf("%s: image %s type %s kind %s", f, spec.Disks[0].Image, spec.MachineType, spec.Kind)
 		}
 	}
+	if hist, _ := filepath.Glob(filepath.Join(manifests, "bootimagehistories", "*.yaml")); len(hist) != 2 {
+		t.Errorf("BootImageHistory records %v, want one per patched MachineSet", hist)
+	}
+	if _, err := os.Stat(filepath.Join(manifests, "machineconfiguration_cluster.yaml")); err != nil {
+		t.Errorf("MachineConfiguration status not written: %v", err)
+	}
 	secrets, _ := filepath.Glob(filepath.Join(manifests, "secrets", "*.yaml"))
 	if len(secrets) != 1 || filepath.Base(secrets[0]) != "openshift-machine-api_infra-user-data.yaml" {
 		t.Fatalf("output Secrets %v (only the spec-2 stub changes)", secrets)
