@@ -84,8 +84,8 @@ func TestImageBuildFromSample(t *testing.T) {
 			t.Fatal(err)
 		}
 		for path, want := range map[string]string{
-			"etc/chrony.conf":    "server clock1.example.com iburst",
-			"usr/lib/os-release": `OSTREE_VERSION="` + OSVersion + `"`,
+			"etc/chrony.conf":                         "server clock1.example.com iburst",
+			"usr/lib/os-release":                      `OSTREE_VERSION="` + OSVersion + `"`,
 			"etc/machine-config-daemon/currentconfig": "rendered-" + pool + "-",
 		} {
 			b, err := payload.ReadImageFile(img, path)
