@@ -9,6 +9,7 @@ import (
 
 	"github.com/coreos/stream-metadata-go/arch"
 	configv1 "github.com/openshift/api/config/v1"
+	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -18,7 +19,37 @@ const (
 	ReasonOSStream = "osstream label is not " + SupportedOSStream
 	ReasonWindows  = "Windows MachineSet"
 	ReasonNoArch   = "no architecture annotation on a multi-arch cluster"
+	// ReasonProviderKind: the providerSpec is another platform's.
+	ReasonProviderKind = "providerSpec is for another platform"
 )
+
+// providerKinds are the providerSpec kinds of each supported platform's
+// Machine API provider.
+var providerKinds = map[configv1.PlatformType]string{
+	configv1.AWSPlatformType:     "AWSMachineProviderConfig",
+	configv1.GCPPlatformType:     "GCPMachineProviderSpec",
+	configv1.AzurePlatformType:   "AzureMachineProviderSpec",
+	configv1.VSpherePlatformType: "VSphereMachineProviderSpec",
+}
+
+// providerKindGuard skips a MachineSet whose providerSpec names another
+// platform's kind: the updater would decode it leniently, find no boot
+// image field of its own, and call it up to date. Such MachineSets only
+// exist in manifests copied between clusters (or a GitOps folder shared by
+// several), and their provider would never run them here; skipping with the
+// reason says so. A providerSpec without kind is left to the updater.
+func providerKindGuard(ms *machinev1beta1.MachineSet, platform configv1.PlatformType) string {
+	want, ok := providerKinds[platform]
+	v := ms.Spec.Template.Spec.ProviderSpec.Value
+	if !ok || v == nil {
+		return ""
+	}
+	var tm metav1.TypeMeta
+	if json.Unmarshal(v.Raw, &tm) != nil || tm.Kind == "" || tm.Kind == want {
+		return ""
+	}
+	return fmt.Sprintf("%s (kind %s; platform %s uses %s)", ReasonProviderKind, tm.Kind, platform, want)
+}
 
 // ownershipGuard skips MachineSets another controller owns (Hive,
 // MachineDeployments, ArgoCD apps…): patching them would thrash. Like MCO,

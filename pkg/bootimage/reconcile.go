@@ -296,6 +296,9 @@ func (p *pass) decideAndPatch(ctx context.Context, ms *machinev1beta1.MachineSet
 	if p.updater == nil {
 		return skip(ReasonPlatformNotSupported)
 	}
+	if r := providerKindGuard(ms, platformOf(p.infra)); r != "" {
+		return skip(r)
+	}
 	plan, err := p.updater.Plan(Input{MachineSet: ms, Arch: arch, Stream: p.stream, Infra: p.infra, VSphereTemplates: p.VSphereTemplates})
 	if err != nil {
 		return err

@@ -1,0 +1,108 @@
+package examples
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+// renderInto runs the render stage for pool into work.
+func renderInto(t *testing.T, work, pool string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmds := []step.Command{{Name: step.StageRender, New: render.NewStep}}
+	args := []string{step.StageRender, "--pool=" + pool, "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + filepath.Join(work, "results")}
+	if code := step.Main(context.Background(), "kiln-steps", cmds, args, step.Streams{Out: &out, Err: &errb}); code != step.ExitOK {
+		t.Fatalf("render %s: exit %d\n%s%s", pool, code, out.String(), errb.String())
+	}
+}
+
+// TestImageBuildFromSample layers each pool's rendered config on the
+// locally made base in a real registry, as make run does: worker and
+// master take the fast path (no buildah) and their images carry the
+// rendered files over the base's os-release; infra needs the buildah path
+// and, on a base with no shell (so not even kiln's rpm-ostree precheck
+// runs), fails closed, writing no results.
+func TestImageBuildFromSample(t *testing.T) {
+	e := env.Start(t, env.Options{Registry: true, Buildah: true})
+	images, err := Images()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := Push(t.Context(), e.Registry.Host, images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range e.Buildah.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	build := func(pool string) (map[string]string, string, error) {
+		work := t.TempDir()
+		renderInto(t, work, pool)
+		results := filepath.Join(work, "out")
+		o := &osimage.BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: pool},
+			RegistryOptions: step.RegistryOptions{Insecure: []string{e.Registry.Host}},
+			Base:            refs[0], PayloadBase: refs[0], ExtensionsImage: refs[1],
+			Repository: e.Registry.Host + "/kiln/" + pool, Source: osimage.DefaultSource, BuildahBin: "buildah"}
+		var log bytes.Buffer
+		err := o.Run(t.Context(), step.Streams{Out: &log, Err: &log})
+		res := map[string]string{}
+		for _, n := range []string{"IMAGE_URL", "IMAGE_DIGEST", "REUSED"} {
+			if v, rerr := os.ReadFile(filepath.Join(results, n)); rerr == nil {
+				res[n] = string(v)
+			}
+		}
+		return res, log.String(), err
+	}
+	for _, pool := range []string{"worker", "master"} {
+		res, log, err := build(pool)
+		if err != nil {
+			t.Fatalf("image-build %s: %v\n%s", pool, err, log)
+		}
+		if res["REUSED"] != "false" || !strings.HasPrefix(res["IMAGE_URL"], e.Registry.Host+"/kiln/"+pool+"@sha256:") {
+			t.Fatalf("%s results %v", pool, res)
+		}
+		ref, err := name.ParseReference(res["IMAGE_URL"], name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := remote.Image(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range map[string]string{
+			"etc/chrony.conf":                         "server clock1.example.com iburst",
+			"usr/lib/os-release":                      `OSTREE_VERSION="` + OSVersion + `"`,
+			"etc/machine-config-daemon/currentconfig": "rendered-" + pool + "-",
+		} {
+			b, err := payload.ReadImageFile(img, path)
+			if err != nil || !strings.Contains(string(b), want) {
+				t.Errorf("%s image %s: %q (%v), want %q", pool, path, b, err, want)
+			}
+		}
+		cf, err := img.ConfigFile()
+		if err != nil || cf.Config.Labels["kiln.dev/pool"] != pool || cf.Config.Labels["ostree.linux"] != KernelVersion {
+			t.Errorf("%s image labels %v (%v)", pool, cf.Config.Labels, err)
+		}
+	}
+	res, log, err := build("infra")
+	if err == nil || !strings.Contains(log+err.Error(), "stat /bin/sh: no such file or directory") {
+		t.Fatalf("infra image-build on the stand-in base: err %v\n%s", err, log)
+	}
+	if res["IMAGE_URL"] != "" {
+		t.Errorf("infra wrote results after failing: %v", res)
+	}
+}

@@ -1,0 +1,144 @@
+package examples
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+// signingPair writes a fresh self-signed code-signing certificate and its
+// RSA key as PEM files, as make run generates them for the sample.
+func signingPair(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(0x4b494c4e), Subject: pkix.Name{CommonName: "kiln examples signer"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert"), filepath.Join(dir, "key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// TestKmodBuildAndSignFromSample runs the sample's day-0 module through
+// the real kmod stages: render (infra) puts the ModuleDay0 into the
+// workspace, kmod-build runs the sample's Dockerfile with buildah (a real
+// module compiled in the DTK stand-in, copied into the locally made base),
+// kmod-sign signs it, and modinfo reads the signer from the final image.
+// The only change to the sample: containerImage points at the test's
+// registry instead of make run's 127.0.0.1:5555.
+func TestKmodBuildAndSignFromSample(t *testing.T) {
+	e := env.Start(t, env.Options{Registry: true, Buildah: true})
+	ctx := t.Context()
+	images, err := Images()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := Push(ctx, e.Registry.Host, images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dtk, _ := env.PushDTK(t, e.Registry.Ref("openshift/driver-toolkit:"+ReleaseVersion))
+
+	work := t.TempDir()
+	results := filepath.Join(work, "results")
+	var out, errb bytes.Buffer
+	cmds := []step.Command{{Name: step.StageRender, New: render.NewStep}}
+	args := []string{step.StageRender, "--pool=infra", "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results}
+	if code := step.Main(ctx, "kiln-steps", cmds, args, step.Streams{Out: &out, Err: &errb}); code != step.ExitOK {
+		t.Fatalf("render: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	ws := step.Workspace{Root: work}
+	mdPath := ws.ModuleDay0Path()
+	b, err := os.ReadFile(mdPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mdPath, bytes.ReplaceAll(b, []byte(Registry+"/"), []byte(e.Registry.Host+"/")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := step.Options{Work: work, ResultsDir: results, Pool: "infra"}
+	reg := step.RegistryOptions{Insecure: []string{e.Registry.Host}}
+	var log bytes.Buffer
+	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
+		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: osimage.Buildah{Env: e.Buildah.Env}}
+	start := time.Now()
+	if err := build.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
+		t.Fatalf("kmod-build: %v\n%s", err, log.String())
+	}
+	t.Logf("kmod-build of the sample took %s", time.Since(start).Round(time.Millisecond))
+	certFile, keyFile := signingPair(t)
+	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, CertFile: certFile, KeyFile: keyFile, Hash: "sha256"}
+	if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
+		t.Fatalf("kmod-sign: %v\n%s", err, log.String())
+	}
+	url, _ := os.ReadFile(filepath.Join(results, "KMOD_IMAGE_URL"))
+	if !strings.HasPrefix(string(url), e.Registry.Host+"/kiln/infra-kmods@sha256:") {
+		t.Fatalf("KMOD_IMAGE_URL %q", url)
+	}
+	ref, err := name.ParseReference(string(url), name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ko, err := payload.ReadImageFile(img, "opt/lib/modules/"+KernelVersion+"/kiln-hello.ko")
+	if err != nil {
+		t.Fatalf("signed image: %v", err)
+	}
+	if osr, err := payload.ReadImageFile(img, "usr/lib/os-release"); err != nil || !strings.Contains(string(osr), OSVersion) {
+		t.Errorf("the kmod image is not built on the sample's base: %v", err)
+	}
+	p := filepath.Join(t.TempDir(), "kiln-hello.ko")
+	if err := os.WriteFile(p, ko, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	modinfo, err := env.LookTool("modinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := exec.Command(modinfo, p).CombinedOutput()
+	if err != nil {
+		t.Fatalf("modinfo: %v\n%s", err, info)
+	}
+	for _, want := range []string{"description:    kiln example day-0 module", "signer:         kiln examples signer", "sig_hashalgo:   sha256"} {
+		if !strings.Contains(string(info), want) {
+			t.Errorf("modinfo lacks %q:\n%s", want, info)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+// Command examplebase pushes the sample cluster's images (examples package:
+// RHCOS base, extensions, release) to the registry at examples.Registry, or
+// with --print only prints their references. `make run` calls it before
+// the trigger reads examples/cluster.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/kiln-dev/kiln/examples"
+)
+
+func main() {
+	printOnly := flag.Bool("print", false, "print the image references by digest without pushing")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, *printOnly); err != nil {
+		fmt.Fprintln(os.Stderr, "examplebase:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, printOnly bool) error {
+	images, err := examples.Images()
+	if err != nil {
+		return err
+	}
+	var refs []string
+	if printOnly {
+		for _, n := range images {
+			ref, err := n.Ref()
+			if err != nil {
+				return err
+			}
+			refs = append(refs, ref)
+		}
+	} else if refs, err = examples.Push(ctx, "", images); err != nil {
+		return err
+	}
+	for _, r := range refs {
+		fmt.Println(r)
+	}
+	return nil
+}
