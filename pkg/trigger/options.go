@@ -31,6 +31,8 @@ type Options struct {
 	// Insecure lists registries reached over plain HTTP when a payload
 	// image tag is resolved.
 	Insecure []string
+	// Local configures local mode.
+	Local LocalOptions
 }
 
 // AddFlags registers the trigger's flags.
@@ -45,6 +47,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.DurationVar(&o.Settle, "settle", 2*time.Second, "quiet time after the last input change before a pool's run is made")
 	fs.DurationVar(&o.MaxSettle, "max-settle", 30*time.Second, "longest wait for a burst of changes to end")
+	fs.StringVar(&o.Local.Registry, "registry", "", "local mode: registry host[:port] for the images (default: an embedded registry)")
+	fs.StringVar(&o.Local.Key, "key", "", "local mode: folder with cosign.key, cosign.pub, cosign.password (default: generated under --output on first use)")
+	fs.StringVar(&o.Local.StepBinary, "steps", "kiln-steps", "local mode: the kiln-steps binary")
+	fs.StringVar(&o.Local.Root, "root", ".", "local mode: folder holding pipelines/ and tasks/")
+	fs.StringSliceVar(&o.Local.BootImagePools, "boot-image-pools", []string{"worker"}, "local mode: pools whose run ends with the bootimages stage")
 	fs.StringSliceVar(&o.Insecure, "insecure-registry", nil, "registry (host[:port]) reached over plain HTTP")
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"slices"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -35,7 +36,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if o.Source != "cluster" {
-		return errors.New("local mode (--source dir:PATH --once) lands with issue #9; use --source cluster")
+		return runLocal(ctx, o, os.Stdout)
 	}
 	ctrl.SetLogger(zap.New())
 	cfg, err := restConfig(o.Kubeconfig)

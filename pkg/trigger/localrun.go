@@ -1,0 +1,279 @@
+package trigger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
+	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/pipeline"
+)
+
+// LocalOptions are local mode's own settings (cmd/trigger flags).
+type LocalOptions struct {
+	// Registry receives the images; empty starts an embedded registry
+	// (go-containerregistry's, blobs on disk under the output folder).
+	Registry string
+	// Key is a folder with cosign.key, cosign.pub and cosign.password;
+	// empty generates a pair under the output folder on first use.
+	Key string
+	// StepBinary is kiln-steps; Root holds pipelines/ and tasks/.
+	StepBinary, Root string
+	// BootImagePools end their run with the bootimages stage.
+	BootImagePools []string
+}
+
+// runLocal is the embedded default (DESIGN §7): fingerprint the pools of
+// a manifests folder as cluster mode does, run node-image with the local
+// executor for each pool whose inputs changed since its last successful
+// run, and leave the GitOps change in the output folder.
+func runLocal(ctx context.Context, o Options, w io.Writer) error {
+	src, err := filepath.Abs(strings.TrimPrefix(o.Source, "dir:"))
+	if err != nil {
+		return err
+	}
+	out, err := filepath.Abs(o.Output)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	tasks, err := pipeline.LoadTasks(ctx, filepath.Join(o.Local.Root, "tasks"))
+	if err != nil {
+		return err
+	}
+	p, err := pipeline.LoadPipeline(ctx, filepath.Join(o.Local.Root, "pipelines", "node-image.yaml"))
+	if err != nil {
+		return err
+	}
+	snap, err := LoadSnapshot(src)
+	if err != nil {
+		return err
+	}
+	host := o.Local.Registry
+	if host == "" {
+		stop, h, err := embeddedRegistry(filepath.Join(out, "registry"))
+		if err != nil {
+			return err
+		}
+		defer stop()
+		host = h
+	}
+	resolve := func(ctx context.Context, ref string) (string, error) {
+		return payload.Resolve(ctx, ref, payload.ResolveOptions{Insecure: []string{host}})
+	}
+	st, err := ReadState(out)
+	if err != nil {
+		return err
+	}
+	plans, err := PlanLocal(ctx, snap, st, p.Labels["app.kubernetes.io/version"], resolve)
+	if err != nil {
+		return err
+	}
+	waves := poolWaves(snap)
+	sort.SliceStable(plans, func(i, j int) bool { return waves[plans[i].Pool] < waves[plans[j].Pool] })
+	var todo []PoolPlan
+	for _, pl := range plans {
+		if pl.Changed {
+			todo = append(todo, pl)
+		} else {
+			fmt.Fprintf(w, "pool %s: nothing changed since run %s (fingerprint %s)\n", pl.Pool, st.Pools[pl.Pool].Run, pl.Fingerprint.Sum)
+		}
+	}
+	if len(todo) == 0 {
+		fmt.Fprintln(w, "nothing to do: every pool's inputs match its last successful run")
+		return nil
+	}
+	keys, err := EnsureLocalKeys(filepath.Join(out, "keys"), o.Local.Key)
+	if err != nil {
+		return err
+	}
+	l := &localRun{o: o, src: src, out: out, host: host, keys: keys, p: p, st: st, w: w,
+		exec: &pipeline.Executor{Tasks: tasks, StepBinary: o.Local.StepBinary, Out: w, Namespace: "kiln"}}
+	return l.runAll(ctx, todo, waves)
+}
+
+type localRun struct {
+	o         Options
+	src, out  string
+	host      string
+	keys      LocalKeys
+	p         *tektonv1.Pipeline
+	st        State
+	w         io.Writer
+	exec      *pipeline.Executor
+	summaries []summary
+}
+
+type summary struct {
+	pool, trigger, run, status, rendered, digest, signed, patched string
+}
+
+func (l *localRun) runAll(ctx context.Context, todo []PoolPlan, waves map[string]int) error {
+	failedWave := -1
+	var errs []error
+	for _, pl := range todo {
+		if failedWave >= 0 && waves[pl.Pool] > failedWave {
+			l.summaries = append(l.summaries, summary{pool: pl.Pool, trigger: pl.Trigger, run: pl.Run,
+				status: fmt.Sprintf("waiting (wave %d failed)", failedWave)})
+			continue
+		}
+		if err := l.runPool(ctx, pl); err != nil {
+			errs = append(errs, err)
+			failedWave = waves[pl.Pool]
+		}
+	}
+	l.printSummary()
+	return errors.Join(errs...)
+}
+
+func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
+	runDir := filepath.Join(l.out, "runs", pl.Run)
+	// A run folder left by a failed attempt is replaced, not mixed in.
+	if err := os.RemoveAll(runDir); err != nil {
+		return err
+	}
+	work := filepath.Join(runDir, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(l.w, "pool %s: inputs changed (%s), running %s\n", pl.Pool, pl.Trigger, pl.Run)
+	params := map[string]string{
+		"pool": pl.Pool, "repository": l.host + "/kiln/node-image-" + pl.Pool, "source": "dir:" + l.src,
+		"update-boot-images": strconv.FormatBool(contains(l.o.Local.BootImagePools, pl.Pool)),
+	}
+	ws := map[string]string{
+		"work": work, "manifests": l.src, "signing-key": l.keys.Cosign, "public-key": l.keys.Cosign,
+		"kmod-signing-cert": l.keys.KmodCert, "kmod-signing-key": l.keys.KmodKey,
+	}
+	l.exec.RunName = pl.Run
+	res, err := l.exec.Run(ctx, l.p, params, ws, filepath.Join(runDir, "tasks"))
+	if err != nil {
+		return fmt.Errorf("running %s for pool %s: %w", pl.Run, pl.Pool, err)
+	}
+	s := summary{pool: pl.Pool, trigger: pl.Trigger, run: pl.Run, status: res.Status}
+	s.rendered = taskResult(res, "render", "RENDERED_NAME")
+	s.digest = taskResult(res, "image-build", "IMAGE_DIGEST")
+	s.signed = strconv.FormatBool(taskState(res, "image-sign") == pipeline.StateSucceeded && taskState(res, "verify") == pipeline.StateSucceeded)
+	s.patched = taskResult(res, "bootimages", "MACHINESETS_PATCHED")
+	l.summaries = append(l.summaries, s)
+	if err := res.Err(); err != nil {
+		return err
+	}
+	if err := collectGitOps(work, filepath.Join(l.out, "gitops"), pl.Pool); err != nil {
+		return err
+	}
+	l.st.Pools[pl.Pool] = PoolState{Fingerprint: pl.Fingerprint.Sum, Parts: pl.Fingerprint.Parts, Run: pl.Run}
+	return l.st.Write(l.out)
+}
+
+func (l *localRun) printSummary() {
+	tw := tabwriter.NewWriter(l.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nPOOL\tTRIGGER\tRUN\tSTATUS\tRENDERED\tIMAGE DIGEST\tSIGNED\tMACHINESETS PATCHED")
+	for _, s := range l.summaries {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.pool, s.trigger, s.run, s.status,
+			orDash(s.rendered), orDash(s.digest), orDash(s.signed), orDash(s.patched))
+	}
+	_ = tw.Flush()
+}
+
+// collectGitOps copies what the run changed into out: the osImageURL
+// MachineConfig (rollout), the patched MachineSets (bootimages) and the
+// rendered config, which is what a GitOps pull request carries.
+func collectGitOps(work, out, pool string) error {
+	copies := map[string]string{
+		filepath.Join(work, "render", "rendered.json"): filepath.Join(out, "rendered", pool+".json"),
+	}
+	for _, g := range []string{filepath.Join(work, "rollout", "*.yaml"), filepath.Join(work, "bootimages", "manifests", "*", "*.yaml")} {
+		files, _ := filepath.Glob(g)
+		for _, f := range files {
+			rel, _ := filepath.Rel(work, f)
+			copies[f] = filepath.Join(out, rel)
+		}
+	}
+	for from, to := range copies {
+		b, err := os.ReadFile(from)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(to, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// embeddedRegistry serves go-containerregistry's registry on loopback,
+// blobs on disk under dir (manifests live in memory, for this run).
+func embeddedRegistry(dir string) (stop func(), host string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: registry.New(registry.WithBlobHandler(registry.NewDiskBlobHandler(dir)), registry.Logger(log.New(io.Discard, "", 0)))}
+	go func() { _ = srv.Serve(l) }()
+	return func() { _ = srv.Close() }, l.Addr().String(), nil
+}
+
+func poolWaves(snap *Snapshot) map[string]int {
+	m := map[string]int{}
+	for _, p := range snap.Pools {
+		if n, ok, err := waveOf(p); err == nil && ok {
+			m[p.Name] = n
+		}
+	}
+	return m
+}
+
+func taskResult(r *pipeline.RunResult, task, name string) string {
+	if t := r.Task(task); t != nil {
+		return t.Results[name]
+	}
+	return ""
+}
+
+func taskState(r *pipeline.RunResult, task string) string {
+	if t := r.Task(task); t != nil {
+		return t.Status
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s || x == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
