@@ -34,11 +34,17 @@ func Render(dir string) ([]*unstructured.Unstructured, error) {
 	}
 	var out []*unstructured.Unstructured
 	for _, r := range rm.Resources() {
-		m, err := r.Map()
+		// Through JSON, so that numbers are int64/float64 as the
+		// apimachinery decoders (and DeepCopy) expect.
+		b, err := r.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("rendering kustomization %s: %s: %w", dir, r.CurId(), err)
 		}
-		out = append(out, &unstructured.Unstructured{Object: m})
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(b); err != nil {
+			return nil, fmt.Errorf("rendering kustomization %s: %s: %w", dir, r.CurId(), err)
+		}
+		out = append(out, u)
 	}
 	return out, nil
 }
