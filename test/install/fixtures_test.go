@@ -106,7 +106,7 @@ func bootImageCluster(t *testing.T, c client.Client) {
 		Spec: configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: configv1.GCPPlatformType}}}
 	mustCreate(t, c, inf)
 	inf.Status = configv1.InfrastructureStatus{InfrastructureName: "ci-7xk2p", Platform: configv1.GCPPlatformType,
-		PlatformStatus: &configv1.PlatformStatus{Type: configv1.GCPPlatformType, GCP: &configv1.GCPPlatformStatus{ProjectID: "openshift-ci-1234", Region: "us-central1"}},
+		PlatformStatus:       &configv1.PlatformStatus{Type: configv1.GCPPlatformType, GCP: &configv1.GCPPlatformStatus{ProjectID: "openshift-ci-1234", Region: "us-central1"}},
 		ControlPlaneTopology: configv1.HighlyAvailableTopologyMode, InfrastructureTopology: configv1.HighlyAvailableTopologyMode}
 	mustStatus(t, c, inf)
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	corev1 "k8s.io/api/core/v1"
