@@ -59,7 +59,7 @@ func TestRBACMatchesSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := env.Start(t, env.Options{Kube: true, Registry: true})
+	e := env.Start(t, env.Options{Kube: true, Registry: true, Buildah: true})
 	ctx := context.Background()
 	admin := e.Kube.Client
 	for _, ns := range []string{bootimage.MCONamespace, bootimage.MachineAPINamespace} {
@@ -112,6 +112,7 @@ func TestRBACMatchesSteps(t *testing.T) {
 			allowUnused: map[string]string{
 				"get machinesets.machine.openshift.io ns=openshift-machine-api": "re-read of a MachineSet whose patch met a conflict (reconcile.go, pass.one)",
 			}},
+		{task: "kiln-kmod-build", run: func(t *testing.T, kc string) { kmodBuildStage(t, e, kc) }},
 		{task: "kiln-kmod-sign", run: func(t *testing.T, kc string) { kmodSignStage(t, e, kc) }},
 	}
 	for _, s := range stages {
@@ -350,5 +351,63 @@ func kmodSignStage(t *testing.T, e *env.Env, kubeconfig string) {
 	if c := meta.FindStatusCondition(live.Status.Conditions, kmmv1beta1.ConditionBuilt); c == nil || c.Status != metav1.ConditionTrue ||
 		live.Status.ImageDigest != result(t, results, "KMOD_IMAGE_DIGEST") {
 		t.Errorf("ModuleDay0 status after kmod-sign: %+v", live.Status)
+	}
+}
+
+// kmodBuildStage: a ModuleDay0 in namespace kiln with a one-stage
+// Dockerfile in a ConfigMap beside it; buildah builds it on a test OS
+// image and pushes containerImage, and the step records Built. The
+// options struct is filled directly rather than through flags only to
+// hand buildah test/env's private storage (Buildah.Env has no flag); Run
+// is the function cmd/steps calls.
+func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
+	ctx := context.Background()
+	_, kver, err := env.KernelHeaders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	osImage := env.PushOSImage(t, e.Registry.Ref("rbac/rhel-coreos:test"), kver)
+	md := &kmmv1beta1.ModuleDay0{
+		TypeMeta:   metav1.TypeMeta{APIVersion: kmmv1beta1.GroupVersion.String(), Kind: "ModuleDay0"},
+		ObjectMeta: metav1.ObjectMeta{Name: "rbac-build", Namespace: installNS},
+		Spec: kmmv1beta1.ModuleDay0Spec{
+			MachineConfigPoolSelector: map[string]string{"node-role.kubernetes.io/rbac": ""},
+			OSMapping: kmmv1beta1.OSMapping{ContainerImage: e.Registry.Ref("rbac/kmod-build:1"),
+				Build: &kmmv1beta1.Build{DockerfileConfigMap: corev1.LocalObjectReference{Name: "rbac-dockerfile"}}},
+		},
+	}
+	mustCreate(t, e.Kube.Client,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "rbac-dockerfile", Namespace: installNS}, Data: map[string]string{
+			kmod.DockerfileKey: "ARG OS_AUTO\nFROM ${OS_AUTO}\nARG KERNEL_FULL_VERSION\nRUN mkdir -p /opt/lib/modules/${KERNEL_FULL_VERSION}\n"}},
+		md)
+	work, results := t.TempDir(), t.TempDir()
+	ws := step.Workspace{Root: work}
+	if _, err := ws.Ensure(step.StageRender); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(md)
+	if err := os.WriteFile(ws.ModuleDay0Path(), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	o := &kmod.BuildOptions{
+		Options:         step.Options{Work: work, ResultsDir: results, Pool: "rbac"},
+		RegistryOptions: step.RegistryOptions{Insecure: []string{e.Registry.Host}},
+		KubeOptions:     step.KubeOptions{Source: "cluster", Kubeconfig: kubeconfig},
+		// OS_AUTO is given, yet the step still reads the payload
+		// ConfigMap (it always does in cluster mode).
+		OSImage: osImage, SecretsDir: t.TempDir(),
+		Buildah: osimage.Buildah{Env: e.Buildah.Env},
+	}
+	if err := o.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
+		t.Fatalf("kmod-build as kiln-kmod-build: %v\n%s", err, out.String())
+	}
+	live := &kmmv1beta1.ModuleDay0{}
+	if err := e.Kube.Client.Get(ctx, client.ObjectKeyFromObject(md), live); err != nil {
+		t.Fatal(err)
+	}
+	if c := meta.FindStatusCondition(live.Status.Conditions, kmmv1beta1.ConditionBuilt); c == nil || c.Status != metav1.ConditionTrue ||
+		live.Status.ImageDigest != result(t, results, "KMOD_IMAGE_DIGEST") {
+		t.Errorf("ModuleDay0 status after kmod-build: %+v", live.Status)
 	}
 }
