@@ -172,3 +172,44 @@ func yamlFiles(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// TestTriggerGrants pins what kiln-trigger is promised (issue #8): the
+// controller itself is tested impersonating it with pkg/trigger.
+func TestTriggerGrants(t *testing.T) {
+	objs, err := Render(ConfigDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Grants(objs, installNS, "kiln-trigger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, x := range g {
+		keys[x.Key()] = true
+	}
+	var want []string
+	for _, v := range []string{"get", "list", "watch"} {
+		for _, r := range []string{"machineconfigs.machineconfiguration.openshift.io", "machineconfigpools.machineconfiguration.openshift.io",
+			"moduleday0s.kmm.sigs.x-k8s.io", "nodes", "clusterversions.config.openshift.io", "machineconfigurations.operator.openshift.io"} {
+			want = append(want, v+" "+r+" ns=")
+		}
+		want = append(want, v+" configmaps ns=openshift-machine-config-operator", v+" configmaps ns=kiln", v+" pipelineruns.tekton.dev ns=kiln")
+	}
+	want = append(want,
+		"patch machineconfigs.machineconfiguration.openshift.io ns=", "delete machineconfigs.machineconfiguration.openshift.io ns=",
+		"create pipelineruns.tekton.dev ns=kiln", "patch pipelineruns.tekton.dev ns=kiln", "delete pipelineruns.tekton.dev ns=kiln",
+		"create moduleday0s.kmm.sigs.x-k8s.io ns=kiln", "update moduleday0s.kmm.sigs.x-k8s.io ns=kiln",
+		"patch moduleday0s.kmm.sigs.x-k8s.io ns=kiln", "delete moduleday0s.kmm.sigs.x-k8s.io ns=kiln",
+		"update moduleday0s/status.kmm.sigs.x-k8s.io ns=kiln",
+		"get leases.coordination.k8s.io ns=kiln", "create leases.coordination.k8s.io ns=kiln", "update leases.coordination.k8s.io ns=kiln",
+		"create events ns=kiln", "patch events ns=kiln")
+	for _, k := range want {
+		if !keys[k] {
+			t.Errorf("kiln-trigger lacks %s", k)
+		}
+	}
+	if len(keys) != len(want)+2 { // + events in namespace default
+		t.Errorf("kiln-trigger has %d grants, want %d:\n%s", len(keys), len(want)+2, Describe(g))
+	}
+}
