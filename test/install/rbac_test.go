@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -117,30 +118,59 @@ func TestRBACMatchesSteps(t *testing.T) {
 	}
 	for _, s := range stages {
 		t.Run(s.task, func(t *testing.T) {
-			grants, err := Grants(objs, installNS, s.task)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(grants) == 0 {
-				t.Fatalf("ServiceAccount %s has no grants", s.task)
-			}
-			p := StartProxy(t, e.Kube.Config, saUser(s.task))
-			s.run(t, p.Kubeconfig(t))
-			reqs := p.Requests()
-			if f := Forbidden(reqs); len(f) > 0 {
-				t.Errorf("%s was refused (a rule is missing):\n%v", s.task, f)
-			}
-			if u := Unused(grants, reqs, s.allowUnused); len(u) > 0 {
-				t.Errorf("%s is granted more than its step uses:\n%srequests made:\n%s", s.task, Describe(u), p.Summary())
-			}
-			for key := range s.allowUnused {
-				if !hasKey(grants, key) {
-					t.Errorf("allowUnused names %q, which %s is not granted", key, s.task)
-				}
-			}
-			t.Logf("%s: %d requests, %d grants\n%s", s.task, len(reqs), len(grants), p.Summary())
+			checkStage(t, e, objs, s.task, s.run, s.allowUnused)
 		})
 	}
+
+	// config/capi, applied as a user opting Cluster API MachineSets in
+	// does: the same ServiceAccount, only the Role of config/capi checked
+	// for unused grants.
+	t.Run("kiln-bootimages Cluster API", func(t *testing.T) {
+		capi, err := Render(filepath.Join(ConfigDir(), "capi"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bootimage.CAPINamespace}})
+		if err := Apply(ctx, admin, capi); err != nil {
+			t.Fatal(err)
+		}
+		checkStage(t, e, capi, "kiln-bootimages", func(t *testing.T, kc string) { capiStage(t, admin, kc) },
+			map[string]string{
+				"get awsmachinetemplates.infrastructure.cluster.x-k8s.io ns=openshift-cluster-api":     "AWS clusters (pkg/bootimage TestClusterAPIAWSHotLoop); this cluster is GCP",
+				"create awsmachinetemplates.infrastructure.cluster.x-k8s.io ns=openshift-cluster-api":  "AWS clusters",
+				"delete awsmachinetemplates.infrastructure.cluster.x-k8s.io ns=openshift-cluster-api":  "AWS clusters",
+				"get machinesets.cluster.x-k8s.io ns=openshift-cluster-api":                            "re-read of a MachineSet whose patch met a conflict",
+				"update bootimagehistories.machineconfiguration.openshift.io ns=openshift-cluster-api": "a MachineSet's second boot image update (the Machine API stage above covers the same code)",
+			})
+	})
+}
+
+// checkStage runs one stage as ServiceAccount sa and holds the grants
+// objs give sa to what it called (see TestRBACMatchesSteps).
+func checkStage(t *testing.T, e *env.Env, objs []*unstructured.Unstructured, sa string, run func(*testing.T, string), allowUnused map[string]string) {
+	t.Helper()
+	grants, err := Grants(objs, installNS, sa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(grants) == 0 {
+		t.Fatalf("ServiceAccount %s has no grants", sa)
+	}
+	p := StartProxy(t, e.Kube.Config, saUser(sa))
+	run(t, p.Kubeconfig(t))
+	reqs := p.Requests()
+	if f := Forbidden(reqs); len(f) > 0 {
+		t.Errorf("%s was refused (a rule is missing):\n%v", sa, f)
+	}
+	if u := Unused(grants, reqs, allowUnused); len(u) > 0 {
+		t.Errorf("%s is granted more than its step uses:\n%srequests made:\n%s", sa, Describe(u), p.Summary())
+	}
+	for key := range allowUnused {
+		if !hasKey(grants, key) {
+			t.Errorf("allowUnused names %q, which %s is not granted", key, sa)
+		}
+	}
+	t.Logf("%s: %d requests, %d grants\n%s", sa, len(reqs), len(grants), p.Summary())
 }
 
 func hasKey(gs []Grant, key string) bool {
@@ -409,5 +439,40 @@ func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 	if c := meta.FindStatusCondition(live.Status.Conditions, kmmv1beta1.ConditionBuilt); c == nil || c.Status != metav1.ConditionTrue ||
 		live.Status.ImageDigest != result(t, results, "KMOD_IMAGE_DIGEST") {
 		t.Errorf("ModuleDay0 status after kmod-build: %+v", live.Status)
+	}
+}
+
+// capiStage: one Cluster API MachineSet on a GCPMachineTemplate with a
+// stale image. bootimages --capi-mode All clones the template under a
+// content-hash name, points the MachineSet at the clone, records the
+// history and deletes the template no one uses any more.
+func capiStage(t *testing.T, admin client.Client, kubeconfig string) {
+	ctx := context.Background()
+	tmpl := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": bootimage.InfraGroup + "/v1beta1", "kind": "GCPMachineTemplate",
+		"metadata": map[string]any{"name": "ci-7xk2p-worker-a", "namespace": bootimage.CAPINamespace},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"instanceType": "n1-standard-4", "image": staleGCPImage, "subnet": "ci-7xk2p-worker-subnet"}}},
+	}}
+	sel := map[string]any{"cluster.x-k8s.io/set-name": "worker-a"}
+	ms := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": bootimage.CAPIGroup + "/v1beta2", "kind": "MachineSet",
+		"metadata": map[string]any{"name": "worker-a", "namespace": bootimage.CAPINamespace},
+		"spec": map[string]any{"clusterName": "ci-7xk2p", "replicas": int64(1), "selector": map[string]any{"matchLabels": sel},
+			"template": map[string]any{"metadata": map[string]any{"labels": sel}, "spec": map[string]any{
+				"clusterName": "ci-7xk2p", "bootstrap": map[string]any{"dataSecretName": "worker-user-data"},
+				"infrastructureRef": map[string]any{"apiGroup": bootimage.InfraGroup, "kind": "GCPMachineTemplate", "name": "ci-7xk2p-worker-a"}}}},
+	}}
+	mustCreate(t, admin, tmpl, ms)
+	work, results := t.TempDir(), t.TempDir()
+	code, out := runStep(t, step.Command{Name: step.StageBootImages, New: func() step.Runner { return &bootimage.Options{} }},
+		"--source", "cluster", "--kubeconfig", kubeconfig, "--work", work, "--results-dir", results,
+		"--stable-timeout", "20s", "--default-arch", "x86_64", "--capi-mode", "All")
+	if code != step.ExitOK || result(t, results, bootimage.ResultPatched) != "1" {
+		t.Fatalf("bootimages --capi-mode All as kiln-bootimages: exit %d, %s=%q\n%s", code, bootimage.ResultPatched, result(t, results, bootimage.ResultPatched), out)
+	}
+	old := tmpl.DeepCopy()
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(old), old); !apierrors.IsNotFound(err) {
+		t.Errorf("the replaced template should be garbage-collected: %v", err)
 	}
 }
