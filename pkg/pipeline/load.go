@@ -27,6 +27,12 @@ func LoadPipeline(ctx context.Context, path string) (*tektonv1.Pipeline, error) 
 	return load(ctx, path, "Pipeline", &tektonv1.Pipeline{})
 }
 
+// LoadPipelineRun reads one Tekton v1 PipelineRun (a sample, or a
+// Pipelines-as-Code .tekton/ file) like LoadTask.
+func LoadPipelineRun(ctx context.Context, path string) (*tektonv1.PipelineRun, error) {
+	return load(ctx, path, "PipelineRun", &tektonv1.PipelineRun{})
+}
+
 // tektonObject is what Tekton's admission webhook does to an object.
 type tektonObject interface {
 	GetName() string

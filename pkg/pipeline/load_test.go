@@ -14,7 +14,7 @@ import (
 // against kiln's step and result contract.
 func TestRepositoryTasksAndPipelines(t *testing.T) {
 	ctx := context.Background()
-	tasks, _ := filepath.Glob("../../tasks/*.yaml")
+	tasks := yamlFiles(t, "../../tasks")
 	loaded := map[string]*tektonv1.Task{}
 	for _, p := range tasks {
 		if task, err := LoadTask(ctx, p); err == nil {
@@ -35,7 +35,7 @@ func TestRepositoryTasksAndPipelines(t *testing.T) {
 			}
 		})
 	}
-	pipelines, _ := filepath.Glob("../../pipelines/*.yaml")
+	pipelines := yamlFiles(t, "../../pipelines")
 	for _, p := range pipelines {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			pl, err := LoadPipeline(ctx, p)
@@ -95,4 +95,21 @@ spec:
 			}
 		})
 	}
+}
+
+// yamlFiles lists the Tekton YAML of dir: every .yaml but the
+// kustomization.yaml that config/ installs them through.
+func yamlFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	all, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(all) == 0 {
+		t.Fatalf("no YAML in %s: %v", dir, err)
+	}
+	var out []string
+	for _, p := range all {
+		if filepath.Base(p) != "kustomization.yaml" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

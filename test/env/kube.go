@@ -104,9 +104,15 @@ func CRDPaths() ([]string, error) {
 			paths = append(paths, filepath.Join(dir, f))
 		}
 	}
-	ours, err := filepath.Glob(filepath.Join(RepoRoot(), "config", "crd", "*.yaml"))
+	all, err := filepath.Glob(filepath.Join(RepoRoot(), "config", "crd", "*.yaml"))
 	if err != nil {
 		return nil, err
+	}
+	var ours []string
+	for _, p := range all {
+		if filepath.Base(p) != "kustomization.yaml" { // config/'s, lists the CRDs
+			ours = append(ours, p)
+		}
 	}
 	if len(ours) == 0 {
 		return nil, fmt.Errorf("no CRDs in config/crd: run `make generate`")

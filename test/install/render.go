@@ -1,0 +1,98 @@
+// Package install renders kiln's kustomize install (config/) the way
+// `kubectl kustomize config/` does, applies it to a test cluster, and
+// records the API requests a client makes, so that tests can hold the
+// RBAC of config/rbac against what the steps (and the trigger) really call.
+package install
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+// ConfigDir is config/ of this checkout.
+func ConfigDir() string { return filepath.Join(env.RepoRoot(), "config") }
+
+// Render builds the kustomization in dir with kubectl's defaults (krusty's
+// MakeDefaultOptions: no plugins, load restrictor rooted at dir, so
+// ../tasks and ../pipelines must be kustomizations of their own) and
+// returns the objects in kustomize's output order.
+func Render(dir string) ([]*unstructured.Unstructured, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("rendering kustomization %s: %w", dir, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range rm.Resources() {
+		// Through JSON, so that numbers are int64/float64 as the
+		// apimachinery decoders (and DeepCopy) expect.
+		b, err := r.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("rendering kustomization %s: %s: %w", dir, r.CurId(), err)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(b); err != nil {
+			return nil, fmt.Errorf("rendering kustomization %s: %s: %w", dir, r.CurId(), err)
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// Select returns the objects of the given kinds.
+func Select(objs []*unstructured.Unstructured, kinds ...string) []*unstructured.Unstructured {
+	want := map[string]bool{}
+	for _, k := range kinds {
+		want[k] = true
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range objs {
+		if want[o.GetKind()] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// applyOrder puts namespaces first, then CRDs, so that everything after
+// them has its namespace and its kind.
+var applyOrder = map[string]int{"Namespace": 0, "CustomResourceDefinition": 1}
+
+// Apply creates objs with c (an admin client), namespaces and CRDs first;
+// an object that exists already is updated to the rendered one.
+func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
+	sorted := append([]*unstructured.Unstructured(nil), objs...)
+	rank := func(o *unstructured.Unstructured) int {
+		if r, ok := applyOrder[o.GetKind()]; ok {
+			return r
+		}
+		return 2
+	}
+	sort.SliceStable(sorted, func(i, j int) bool { return rank(sorted[i]) < rank(sorted[j]) })
+	for _, o := range sorted {
+		o = o.DeepCopy()
+		err := c.Create(ctx, o)
+		if apierrors.IsAlreadyExists(err) {
+			cur := &unstructured.Unstructured{}
+			cur.SetGroupVersionKind(o.GroupVersionKind())
+			if err = c.Get(ctx, client.ObjectKeyFromObject(o), cur); err == nil {
+				o.SetResourceVersion(cur.GetResourceVersion())
+				err = c.Update(ctx, o)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("applying %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return nil
+}
