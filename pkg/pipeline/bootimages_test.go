@@ -56,6 +56,9 @@ func TestRunBootImagesPipeline(t *testing.T) {
 		log, _ := os.ReadFile(filepath.Join(runDir, "bootimages", "bootimages.log"))
 		t.Fatalf("%v\n%s", err, log)
 	}
+	var table strings.Builder
+	_ = res.WriteTable(&table)
+	t.Log("\n" + table.String())
 	if res.Status != "Succeeded" {
 		t.Errorf("status %s", res.Status)
 	}
