@@ -76,9 +76,9 @@ func Load(ctx context.Context, root string) ([]*Resource, error) {
 		dir  string
 		kind Kind
 	}{{"tasks", KindTask}, {"pipelines", KindPipeline}} {
-		files, err := filepath.Glob(filepath.Join(root, src.dir, "*.yaml"))
+		files, err := pipeline.SpecFiles(filepath.Join(root, src.dir))
 		if err != nil {
-			return nil, fmt.Errorf("listing %s: %w", src.dir, err)
+			return nil, err
 		}
 		if len(files) == 0 {
 			errs = append(errs, fmt.Errorf("%s: no *.yaml files under %s", src.dir, root))

@@ -109,9 +109,9 @@ func (r *RunResult) Task(name string) *TaskResult {
 
 // LoadTasks loads every *.yaml in dir as a Task (LoadTask), by name.
 func LoadTasks(ctx context.Context, dir string) (map[string]*tektonv1.Task, error) {
-	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	paths, err := SpecFiles(dir)
 	if err != nil {
-		return nil, fmt.Errorf("listing Tasks in %s: %w", dir, err)
+		return nil, err
 	}
 	out := map[string]*tektonv1.Task{}
 	for _, p := range paths {

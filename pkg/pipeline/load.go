@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -113,4 +115,22 @@ var ContractResults = map[string][]string{
 	"verify":      {"VERIFIED"},
 	"rollout":     {"ROLLOUT_STATE", "UPDATED_NODES"},
 	"bootimages":  {"MACHINESETS_PATCHED", "MACHINESETS_SKIPPED"},
+}
+
+// SpecFiles lists the Tekton YAML files of a folder such as tasks/ or
+// pipelines/, sorted: every *.yaml except the kustomization.yaml through
+// which config/ installs them.
+func SpecFiles(dir string) ([]string, error) {
+	all, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", dir, err)
+	}
+	var out []string
+	for _, p := range all {
+		if filepath.Base(p) != "kustomization.yaml" {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
