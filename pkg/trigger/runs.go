@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,6 +31,8 @@ const (
 	// AnnotSupersededBy marks a run the trigger cancelled for newer
 	// inputs, with their fingerprint.
 	AnnotSupersededBy = "kiln.dev/superseded-by"
+	// AnnotCreated is when the trigger made the run, to the nanosecond.
+	AnnotCreated = "kiln.dev/created"
 	// AnnotRebuild on a MachineConfigPool asks for a run of unchanged
 	// inputs: set it to any new value.
 	AnnotRebuild = "kiln.dev/rebuild"
@@ -88,12 +91,20 @@ func succeeded(pr *pipelinev1.PipelineRun) bool {
 	return c != nil && c.IsTrue()
 }
 
-// newestFirst sorts runs by creation time, then name, newest first.
+// newestFirst sorts runs newest first. creationTimestamp has a resolution
+// of one second, and a burst makes several runs a second, so the
+// trigger's own kiln.dev/created (nanoseconds) decides when present.
 func newestFirst(runs []*pipelinev1.PipelineRun) {
-	sort.Slice(runs, func(i, j int) bool {
-		ti, tj := runs[i].CreationTimestamp, runs[j].CreationTimestamp
-		if !ti.Equal(&tj) {
-			return tj.Before(&ti)
+	at := func(r *pipelinev1.PipelineRun) time.Time {
+		if t, err := time.Parse(time.RFC3339Nano, r.Annotations[AnnotCreated]); err == nil {
+			return t
+		}
+		return r.CreationTimestamp.Time
+	}
+	sort.SliceStable(runs, func(i, j int) bool {
+		ti, tj := at(runs[i]), at(runs[j])
+		if !ti.Equal(tj) {
+			return tj.Before(ti)
 		}
 		return runs[i].Name > runs[j].Name
 	})
@@ -165,7 +176,7 @@ func newRun(c Config, namespace, name, pipeline string, params map[string]string
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace,
 			Labels:      map[string]string{LabelManagedBy: ManagedBy},
-			Annotations: map[string]string{},
+			Annotations: map[string]string{AnnotCreated: time.Now().UTC().Format(time.RFC3339Nano)},
 		},
 		Spec: pipelinev1.PipelineRunSpec{
 			PipelineRef: &pipelinev1.PipelineRef{Name: pipeline},
