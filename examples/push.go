@@ -6,7 +6,10 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // Push writes the images to their repositories on host (plain HTTP: the
@@ -36,4 +39,34 @@ func Push(ctx context.Context, host string, images []Named, opts ...remote.Optio
 		refs = append(refs, ref)
 	}
 	return refs, nil
+}
+
+// PushDriverToolkit pushes the driver-toolkit stand-in rootfs tarball
+// (hack/dtk.sh) as a one-layer image to DriverToolkitImage on host (""
+// means Registry): the release image names it by that tag.
+func PushDriverToolkit(ctx context.Context, host, tarballPath string, opts ...remote.Option) (string, error) {
+	layer, err := tarball.LayerFromFile(tarballPath)
+	if err != nil {
+		return "", fmt.Errorf("reading the driver-toolkit stand-in %s: %w", tarballPath, err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return "", err
+	}
+	ref := DriverToolkitImage
+	if host != "" {
+		ref = strings.Replace(ref, Registry, host, 1)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return "", err
+	}
+	if err := remote.Write(r, img, append(opts, remote.WithContext(ctx))...); err != nil {
+		return "", fmt.Errorf("pushing %s: %w", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", err
+	}
+	return r.Context().Digest(d.String()).String(), nil
 }

@@ -65,7 +65,13 @@ type RegistryOptions struct {
 // AddFlags registers the registry flags.
 func (o *RegistryOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.AuthFile, "registry-auth-file", os.Getenv("REGISTRY_AUTH_FILE"), "registry credentials (docker config.json format)")
-	fs.StringSliceVar(&o.Insecure, "insecure-registry", nil, "registry host[:port] reached over plain HTTP (repeatable)")
+	// The environment default lets a runner (the trigger's local mode)
+	// reach its own plain-HTTP registry without editing every Task.
+	var insecure []string
+	if v := os.Getenv("KILN_INSECURE_REGISTRY"); v != "" {
+		insecure = strings.Split(v, ",")
+	}
+	fs.StringSliceVar(&o.Insecure, "insecure-registry", insecure, "registry host[:port] reached over plain HTTP (repeatable; default $KILN_INSECURE_REGISTRY, comma separated)")
 }
 
 // IsInsecure reports whether host was named with --insecure-registry.

@@ -14,9 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/pipeline"
@@ -103,9 +105,14 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 		return err
 	}
 	l := &localRun{o: o, src: src, out: out, host: host, keys: keys, p: p, st: st, w: w,
-		exec: &pipeline.Executor{Tasks: tasks, StepBinary: o.Local.StepBinary, Out: w, Namespace: "kiln"}}
+		exec: &pipeline.Executor{Tasks: tasks, StepBinary: o.Local.StepBinary, Out: w, Namespace: "kiln",
+			Env: []string{"KILN_INSECURE_REGISTRY=" + host}, Timeouts: localTimeouts}}
 	return l.runAll(ctx, todo, waves)
 }
+
+// localTimeouts: the cluster's run timeout (kiln-config's default), not
+// Tekton's 60m default, which is shorter than rollout's own.
+var localTimeouts = &tektonv1.TimeoutFields{Pipeline: &metav1.Duration{Duration: 3 * time.Hour}}
 
 type localRun struct {
 	o         Options
