@@ -65,10 +65,8 @@ bench-image: tools ## benchmark the image build: fast path vs buildah on 100 MB 
 	KILN_BENCH_IMAGE_SIZES='$(BENCH_IMAGE_SIZES)' go test $(GOFLAGS_BUILD) -timeout 60m -run '^$$' \
 	  -bench '^BenchmarkImageConfigChange$$' -benchtime 1x ./pkg/osimage/
 
-run: tools build ## local mode on examples/ (for now: the help of both binaries and the stage list)
-	$(BIN)/kiln-steps --help
-	@echo
-	$(BIN)/trigger --help
+run: tools build ## local mode on examples/cluster: registry on 127.0.0.1:5555, the pipeline per pool, the GitOps change in _out/
+	GOTAGS='$(GOTAGS)' bash hack/run.sh
 
 clean:
 	rm -rf $(BIN) _output

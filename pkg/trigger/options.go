@@ -41,7 +41,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Once, "once", false, "run one pass and exit (local mode)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster")
 	fs.StringVar(&o.Namespace, "namespace", "kiln", "namespace for PipelineRuns")
-	fs.StringVar(&o.Output, "output", "_output", "local mode: folder for the resulting manifests")
+	fs.StringVar(&o.Output, "out", "_out", "local mode: folder for the GitOps change (MachineConfigs, MachineSets, rendered configs), run folders, keys and state")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "use leader election (cluster mode)")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
