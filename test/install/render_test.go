@@ -172,4 +172,3 @@ func yamlFiles(t *testing.T, dir string) []string {
 	}
 	return out
 }
-
