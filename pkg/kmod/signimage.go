@@ -20,6 +20,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kiln-dev/kiln/pkg/osimage"
 )
 
 // OSTreeLinuxLabel is the label RHCOS images carry with their kernel's
@@ -72,7 +75,11 @@ func SignImage(ctx context.Context, in SignImageInput) (*SignImageResult, error)
 	if err != nil {
 		return nil, err
 	}
-	layer, err := signedLayer(files, paths, in.Signer)
+	lt, err := osimage.LayerTypeFor(src)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := signedLayer(files, paths, in.Signer, lt)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +206,7 @@ func walkLayers(img v1.Image, fn func(*tar.Header, io.Reader) error) error {
 
 // signedLayer signs each module and packs them, sorted, with fixed times,
 // keeping mode and owner: the same inputs give the same layer.
-func signedLayer(files fstest.MapFS, paths []string, s *Signer) (v1.Layer, error) {
+func signedLayer(files fstest.MapFS, paths []string, s *Signer, lt types.MediaType) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, p := range paths {
@@ -225,5 +232,5 @@ func signedLayer(files fstest.MapFS, paths []string, s *Signer) (v1.Layer, error
 		return nil, err
 	}
 	b := buf.Bytes()
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, tarball.WithMediaType(lt))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/test/env"
@@ -92,6 +93,13 @@ func TestSignImage(t *testing.T) {
 	}
 	for _, withLabel := range []bool{true, false} {
 		src := unsignedImage(t, withLabel)
+		wantLayer := types.DockerLayer
+		if !withLabel {
+			// An OCI manifest gets an OCI layer: buildah refuses a Docker
+			// layer in an OCI manifest when it pulls the kmod image.
+			src = mutate.ConfigMediaType(mutate.MediaType(src, types.OCIManifestSchema1), types.OCIConfigJSON)
+			wantLayer = types.OCILayer
+		}
 		srcRef, _ := name.ParseReference(r.Ref("kmods/rhcos:414-unsigned"), name.Insecure)
 		dstRef, _ := name.ParseReference(r.Ref("kmods/rhcos:414"), name.Insecure)
 		if err := remote.Write(srcRef, src); err != nil {
@@ -122,6 +130,9 @@ func TestSignImage(t *testing.T) {
 			if a != b {
 				t.Errorf("layer %d changed: %s → %s", i, a, b)
 			}
+		}
+		if mt, _ := outLayers[len(outLayers)-1].MediaType(); mt != wantLayer {
+			t.Errorf("signed layer media type %s, want %s (the manifest's family)", mt, wantLayer)
 		}
 		files := topLayer(t, outLayers[len(outLayers)-1])
 		if len(files) != 2 {

@@ -244,13 +244,9 @@ type imageMeta struct {
 // image appends the layer to base and sets labels, history and annotations.
 // Every timestamp is the base's, so the result depends only on the inputs.
 func (m imageMeta) image(base v1.Image) (v1.Image, error) {
-	mt, err := base.MediaType()
+	layerType, err := LayerTypeFor(base)
 	if err != nil {
-		return nil, fmt.Errorf("reading base manifest: %w", err)
-	}
-	layerType := types.DockerLayer
-	if mt == types.OCIManifestSchema1 {
-		layerType = types.OCILayer
+		return nil, err
 	}
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(m.layer)), nil
@@ -318,4 +314,18 @@ func (m imageMeta) index(desc *remote.Descriptor) (v1.ImageIndex, []string, erro
 		return nil, nil, fmt.Errorf("base index has no platform images")
 	}
 	return mutate.Annotations(out, m.annotations).(v1.ImageIndex), platforms, nil
+}
+
+// LayerTypeFor is the media type of a layer appended to base: the one its
+// manifest's family uses. containers/image (buildah, CRI-O) refuses a
+// Docker layer in an OCI manifest when it pulls the result.
+func LayerTypeFor(base v1.Image) (types.MediaType, error) {
+	mt, err := base.MediaType()
+	if err != nil {
+		return "", fmt.Errorf("reading base manifest: %w", err)
+	}
+	if mt == types.OCIManifestSchema1 {
+		return types.OCILayer, nil
+	}
+	return types.DockerLayer, nil
 }

@@ -1,6 +1,7 @@
 package osimage
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,7 +47,7 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PayloadBase, "payload-base", "", "the release payload's OS image; when --base differs, --base must pass the preflight against it")
 	fs.StringSliceVar(&o.KmodDigests, "kmod-digest", nil, "digest of a kmod image baked into --base (repeatable)")
 	fs.StringVar(&o.Source, "source-url", DefaultSource, "org.opencontainers.image.source annotation")
-	fs.StringVar(&o.ExtensionsImage, "extensions-image", "", "the payload's extensions image (used for extensions and kernelType)")
+	fs.StringVar(&o.ExtensionsImage, "extensions-image", "", "the payload's extensions image for extensions and kernelType (default: the rendered config's baseOSExtensionsContainerImage)")
 	fs.StringVar(&o.ContainerfilePath, "containerfile", "", "file with user Containerfile content to add (selects the buildah path)")
 	fs.StringVar(&o.BuildahBin, "buildah", "buildah", "buildah binary for the buildah path")
 }
@@ -170,7 +171,9 @@ func (o *BuildOptions) build(ctx context.Context, r Remote, in BuildInput, p *st
 	}
 	p.Printf("buildah path: buildah bud --layers --timestamp 0")
 	return BuildWithBuildah(ctx, Buildah{Bin: o.BuildahBin}, r, BuildahInput{
-		BuildInput: in, ExtensionsImage: o.ExtensionsImage, Containerfile: string(user),
+		// The rendered config names the payload's extensions image, as MCO's
+		// rendered configs do; --extensions-image overrides it.
+		BuildInput: in, ExtensionsImage: cmp.Or(o.ExtensionsImage, in.Rendered.Spec.BaseOSExtensionsContainerImage), Containerfile: string(user),
 	})
 }
 
