@@ -2,6 +2,7 @@ package rollout_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/test/mcosim"
@@ -122,6 +124,30 @@ func TestRollout(t *testing.T) {
 		h.waitPool("degr", func(p *mcfgv1.MachineConfigPool) bool {
 			return p.Status.DegradedMachineCount == 0 && p.Status.UpdatedMachineCount == 3
 		})
+	})
+
+	t.Run("a failed rollback is reported as such", func(t *testing.T) {
+		h.t = t
+		h.pool("rbfail", 2)
+		h.label("rbfail-1", map[string]string{mcosim.DegradeAtLabel: "Drained", mcosim.DegradeImageLabel: strings.TrimPrefix(image(7), "registry.test/kiln/worker@sha256:")[:60]})
+		cfg := h.config("rbfail", image(7))
+		// The apiserver is real; only the rollback's delete of kiln's
+		// MachineConfig is refused, as a missing RBAC verb would be.
+		cfg.Client = interceptor.NewClient(h.kiln, interceptor.Funcs{
+			Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+				if _, ok := obj.(*mcfgv1.MachineConfig); ok {
+					return apierrors.NewForbidden(mcfgv1.Resource("machineconfigs"), obj.GetName(), errors.New("injected"))
+				}
+				return c.Delete(ctx, obj, opts...)
+			},
+		})
+		res, err := rollout.Run(ctx, cfg)
+		if err == nil || !strings.Contains(err.Error(), "rollback failed") {
+			t.Fatalf("error: %v", err)
+		}
+		if res.State != rollout.StateRollbackFailed {
+			t.Errorf("state %s, want RollbackFailed", res.State)
+		}
 	})
 
 	t.Run("timeout rolls back to the previous image", func(t *testing.T) {

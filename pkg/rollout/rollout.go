@@ -44,6 +44,9 @@ const (
 	StateSucceeded  = "Succeeded"
 	StateUnchanged  = "Unchanged"
 	StateRolledBack = "RolledBack"
+	// StateRollbackFailed: the rollout failed and so did restoring the
+	// previous image; the pool needs a person.
+	StateRollbackFailed = "RollbackFailed"
 	StateRefused    = "Refused"
 )
 
@@ -176,6 +179,7 @@ func (r *roller) rollback(ctx context.Context, cause error) (Result, error) {
 		target = "(payload default; kiln's MachineConfig deleted)"
 	}
 	if err := errors.Join(restore(ctx, r.cfg.Client, r.cfg.Pool, r.prev), r.finish(ctx)); err != nil {
+		res.State = StateRollbackFailed
 		return res, fmt.Errorf("rollout of %s to pool %s failed: %w; rollback failed: %v", r.cfg.Image, r.cfg.Pool, cause, err)
 	}
 	settle, cancel := context.WithTimeout(ctx, r.cfg.SettleTimeout)
