@@ -47,7 +47,7 @@ const (
 	// StateRollbackFailed: the rollout failed and so did restoring the
 	// previous image; the pool needs a person.
 	StateRollbackFailed = "RollbackFailed"
-	StateRefused    = "Refused"
+	StateRefused        = "Refused"
 )
 
 // Result is what a rollout did.
