@@ -9,54 +9,10 @@ import (
 	"path/filepath"
 	"sort"
 
-	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
-	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
-	"github.com/kiln-dev/kiln/pkg/manifests"
-	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/render"
 )
-
-// Snapshot is what local mode reads from a folder of manifests: the same
-// objects cluster mode watches.
-type Snapshot struct {
-	Pools          []*mcfgv1.MachineConfigPool
-	MachineConfigs []*mcfgv1.MachineConfig
-	Modules        []*kmmv1beta1.ModuleDay0
-	OSImageURL     *corev1.ConfigMap
-	ClusterVersion *configv1.ClusterVersion
-}
-
-// LoadSnapshot reads dir (recursively) through pkg/manifests.
-func LoadSnapshot(dir string) (*Snapshot, error) {
-	s := &Snapshot{}
-	err := manifests.Walk(dir, func(o runtime.Object) error {
-		switch o := o.(type) {
-		case *mcfgv1.MachineConfigPool:
-			s.Pools = append(s.Pools, o)
-		case *mcfgv1.MachineConfig:
-			s.MachineConfigs = append(s.MachineConfigs, o)
-		case *kmmv1beta1.ModuleDay0:
-			s.Modules = append(s.Modules, o)
-		case *corev1.ConfigMap:
-			if o.Namespace == payload.Namespace && o.Name == payload.OSImageURLMap {
-				s.OSImageURL = o
-			}
-		case *configv1.ClusterVersion:
-			if o.Name == payload.ClusterVersionName {
-				s.ClusterVersion = o
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(s.Pools, func(i, j int) bool { return s.Pools[i].Name < s.Pools[j].Name })
-	return s, nil
-}
 
 // State is local mode's memory between runs, kept in the output folder:
 // per pool, the fingerprint of the last run that succeeded.
@@ -116,20 +72,23 @@ type PoolPlan struct {
 	Trigger string
 }
 
-// PlanLocal fingerprints every enabled pool of snap exactly as cluster
-// mode does and compares with the last successful runs in st.
-func PlanLocal(ctx context.Context, snap *Snapshot, st State, pipelineVersion string, resolve func(context.Context, string) (string, error)) ([]PoolPlan, error) {
-	facts, err := payload.FromObjects(snap.OSImageURL, snap.ClusterVersion)
+// PlanLocal fingerprints every enabled pool of objs (render.LoadDir, the
+// folder render itself reads) exactly as cluster mode does and compares
+// with the last successful runs in st. Pools are taken by name.
+func PlanLocal(ctx context.Context, objs *render.Objects, st State, pipelineVersion string, resolve func(context.Context, string) (string, error)) ([]PoolPlan, error) {
+	facts, err := objs.Payload()
 	if err != nil {
 		return nil, err
 	}
+	pools := append([]*mcfgv1.MachineConfigPool(nil), objs.Pools...)
+	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
 	var h SpecHasher
 	var plans []PoolPlan
-	for _, pool := range snap.Pools {
+	for _, pool := range pools {
 		if pool.Labels[LabelEnabled] != "true" {
 			continue
 		}
-		in, err := gatherInputs(ctx, pool, snap.MachineConfigs, snap.Modules, facts, resolve)
+		in, err := gatherInputs(ctx, pool, objs.Configs, objs.Modules, facts, resolve)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -43,7 +44,7 @@ func TestPlanLocal(t *testing.T) {
 	dir, out := localDir(t), t.TempDir()
 	ctx := context.Background()
 	plan := func() map[string]PoolPlan {
-		snap, err := LoadSnapshot(dir)
+		snap, err := render.LoadDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

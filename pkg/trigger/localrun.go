@@ -22,6 +22,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/pipeline"
+	"github.com/kiln-dev/kiln/pkg/render"
 )
 
 // LocalOptions are local mode's own settings (cmd/trigger flags).
@@ -62,7 +63,7 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	snap, err := LoadSnapshot(src)
+	snap, err := render.LoadDir(src)
 	if err != nil {
 		return err
 	}
@@ -245,7 +246,7 @@ func embeddedRegistry(dir string) (stop func(), host string, err error) {
 	return func() { _ = srv.Close() }, l.Addr().String(), nil
 }
 
-func poolWaves(snap *Snapshot) map[string]int {
+func poolWaves(snap *render.Objects) map[string]int {
 	m := map[string]int{}
 	for _, p := range snap.Pools {
 		if n, ok, err := waveOf(p); err == nil && ok {
