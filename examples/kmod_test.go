@@ -2,12 +2,6 @@ package examples
 
 import (
 	"bytes"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,32 +19,6 @@ import (
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
-
-// signingPair writes a fresh self-signed code-signing certificate and its
-// RSA key as PEM files, as make run generates them for the sample.
-func signingPair(t *testing.T) (certFile, keyFile string) {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(0x4b494c4e), Subject: pkix.Name{CommonName: "kiln examples signer"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "cert"), filepath.Join(dir, "key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
 
 // TestKmodBuildAndSignFromSample runs the sample's day-0 module through
 // the real kmod stages: render (infra) puts the ModuleDay0 into the
@@ -100,7 +68,7 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 		t.Fatalf("kmod-build: %v\n%s", err, log.String())
 	}
 	t.Logf("kmod-build of the sample took %s", time.Since(start).Round(time.Millisecond))
-	certFile, keyFile := signingPair(t)
+	certFile, keyFile := env.ModuleSigningPair(t, "kiln examples signer")
 	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, CertFile: certFile, KeyFile: keyFile, Hash: "sha256"}
 	if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())

@@ -3,27 +3,14 @@ package pipeline
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
-)
 
-// buildSteps builds the real kiln-steps binary, as `make build` does.
-func buildSteps(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kiln-steps")
-	build := exec.Command("go", "build", "-tags=containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper",
-		"-o", bin, "./cmd/steps")
-	build.Dir = filepath.Join("..", "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building cmd/steps: %v\n%s", err, out)
-	}
-	return bin
-}
+	"github.com/kiln-dev/kiln/test/env"
+)
 
 // TestRunBootImagesPipeline runs the repository's pipelines/bootimages.yaml
 // with tasks/*.yaml and the real kiln-steps on a folder of manifests (an
@@ -45,7 +32,7 @@ func TestRunBootImagesPipeline(t *testing.T) {
 	}
 	before, _ := os.ReadFile(filepath.Join(manifests, "cluster.yaml"))
 	out := &syncBuffer{}
-	e := &Executor{Tasks: tasks, StepBinary: buildSteps(t), Out: out}
+	e := &Executor{Tasks: tasks, StepBinary: env.BuildBinary(t, "./cmd/steps"), Out: out}
 	work, runDir := t.TempDir(), t.TempDir()
 	res, err := e.Run(ctx, p, map[string]string{"source": "dir:" + manifests, "stable-timeout": "1s"}, map[string]string{"work": work}, runDir)
 	t.Log("\n" + out.String())

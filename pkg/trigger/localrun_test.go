@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,14 +22,7 @@ import (
 // examples/ covers its stages, and its image build needs the buildah path
 // the locally made base cannot serve (examples/cluster/README.md, Limits).
 func TestRunLocal(t *testing.T) {
-	steps := filepath.Join(t.TempDir(), "kiln-steps")
-	build := exec.Command("go", "build", "-tags=containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper",
-		"-o", steps, "./cmd/steps")
-	build.Dir = env.RepoRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kiln-steps: %v\n%s", err, out)
-	}
+	steps := env.BuildBinary(t, "./cmd/steps")
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	images, err := examples.Images()
 	if err != nil {

@@ -5,9 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,14 +19,7 @@ import (
 // standby taking over and acting on the next edit; then a SIGTERM stops
 // it cleanly.
 func TestBinaryFailover(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "trigger")
-	build := exec.Command("go", "build", "-tags=containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper",
-		"-o", bin, "./cmd/trigger")
-	build.Dir = env.RepoRoot()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building cmd/trigger: %v\n%s", err, out)
-	}
+	bin := env.BuildBinary(t, "./cmd/trigger")
 	h := newHarness(t)
 	h.create(pool("worker", true), machineConfig("00-worker", "worker", "a=1"))
 	kubeconfig := h.kube.Kubeconfig(t)

@@ -367,7 +367,7 @@ func kmodSignStage(t *testing.T, e *env.Env, kubeconfig string) {
 	if err := os.WriteFile(ws.ModuleDay0Path(), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cert, key := moduleKeyPair(t)
+	cert, key := env.ModuleSigningPair(t, "kiln rbac test signer")
 	code, out := runStep(t, step.Command{Name: step.StageKmodSign, New: func() step.Runner { return &kmod.SignOptions{} }},
 		"--source", "cluster", "--kubeconfig", kubeconfig, "--pool", "rbac", "--work", work, "--results-dir", results,
 		"--cert-file", cert, "--key-file", key, "--insecure-registry", e.Registry.Host)
