@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -25,6 +26,7 @@ const (
 	keyBootImagePools     = "bootImagePools"
 	keyTimeout            = "timeout"
 	keySAPrefix           = "serviceAccountPrefix"
+	keyPodTemplate        = "podTemplate"
 )
 
 // Config is the parsed kiln-config ConfigMap. It is a value: Parse builds
@@ -48,6 +50,10 @@ type Config struct {
 	// pipeline task name (config/ makes kiln-render, kiln-rollout, …).
 	// Empty leaves the namespace's default ServiceAccount.
 	ServiceAccountPrefix string
+	// PodTemplate is every TaskRun's pod template (nodeSelector,
+	// tolerations, env such as KILN_INSECURE_REGISTRY, …); nil leaves
+	// Tekton's defaults.
+	PodTemplate *pod.Template
 }
 
 // reserved params are the trigger's own; kiln-config may not set them.
@@ -107,6 +113,12 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 				return Config{}, fmt.Errorf("%s[%d]: name %q is empty or repeated", where(keyWorkspaces), i, w.Name)
 			}
 			seen[w.Name] = true
+		}
+	}
+	if v := d[keyPodTemplate]; strings.TrimSpace(v) != "" {
+		c.PodTemplate = &pod.Template{}
+		if err := yaml.UnmarshalStrict([]byte(v), c.PodTemplate); err != nil {
+			return Config{}, fmt.Errorf("%s: want a Tekton pod template: %w", where(keyPodTemplate), err)
 		}
 	}
 	return c, nil

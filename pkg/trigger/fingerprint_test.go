@@ -112,6 +112,7 @@ func TestParseConfig(t *testing.T) {
 		"workspaces":     "- name: work\n  volumeClaimTemplate:\n    spec:\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}\n- name: signing-key\n  secret: {secretName: cosign}\n",
 		"timeout":        "90m",
 		"bootImagePools": "worker, infra",
+		"podTemplate":    "env:\n- name: KILN_INSECURE_REGISTRY\n  value: 192.0.2.2:5000\nnodeSelector: {kubernetes.io/os: linux}\n",
 	}
 	c, err := ParseConfig(cm(good))
 	if err != nil {
@@ -119,7 +120,8 @@ func TestParseConfig(t *testing.T) {
 	}
 	if c.RepositoryFor("infra") != "registry.example/os-infra" || c.Timeout != 90*time.Minute ||
 		!c.UpdatesBootImages("infra") || c.UpdatesBootImages("master") || c.Params["canary"] != "1" ||
-		len(c.Workspaces) != 2 || c.Pipeline != "kiln-node-image" || c.ServiceAccountPrefix != "kiln-" {
+		len(c.Workspaces) != 2 || c.Pipeline != "kiln-node-image" || c.ServiceAccountPrefix != "kiln-" ||
+		c.PodTemplate == nil || len(c.PodTemplate.Env) != 1 || c.PodTemplate.NodeSelector["kubernetes.io/os"] != "linux" {
 		t.Fatalf("parsed %+v", c)
 	}
 	for _, tc := range []struct {
@@ -131,6 +133,7 @@ func TestParseConfig(t *testing.T) {
 		{"params not a map", "params", "- a\n- b", "data.params"},
 		{"reserved param", "params", "pool: master", `param "pool" is set by the trigger`},
 		{"unknown workspace field", "workspaces", "- name: work\n  bogus: 1", "data.workspaces"},
+		{"unknown pod template field", "podTemplate", "nodeSelectors: {a: b}", "data.podTemplate"},
 		{"repeated workspace", "workspaces", "- name: work\n  emptyDir: {}\n- name: work\n  emptyDir: {}", `data.workspaces[1]: name "work"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,7 +208,8 @@ func TestSampleConfig(t *testing.T) {
 	if err := validateRun(context.Background(), pr); err != nil {
 		t.Fatal(err)
 	}
-	if param(pr, "repository") != "quay.io/example/node-image-worker" || len(pr.Spec.Workspaces) != 4 {
+	if param(pr, "repository") != "quay.io/example/node-image-worker" || len(pr.Spec.Workspaces) != 4 ||
+		pr.Spec.TaskRunTemplate.PodTemplate == nil || pr.Spec.TaskRunTemplate.PodTemplate.NodeSelector["kubernetes.io/os"] != "linux" {
 		t.Fatalf("run from the sample: %+v", pr.Spec)
 	}
 }

@@ -184,6 +184,9 @@ func newRun(c Config, namespace, name, pipeline string, params map[string]string
 			Workspaces:  append([]pipelinev1.WorkspaceBinding(nil), c.Workspaces...),
 		},
 	}
+	if c.PodTemplate != nil {
+		pr.Spec.TaskRunTemplate.PodTemplate = c.PodTemplate.DeepCopy()
+	}
 	for _, k := range sortedKeys(params) {
 		pr.Spec.Params = append(pr.Spec.Params, pipelinev1.Param{Name: k, Value: *pipelinev1.NewStructuredValues(params[k])})
 	}
