@@ -17,6 +17,9 @@ PACKAGES=(
   busybox-static     # a static shell to put in from-scratch test images
   linux-headers-amd64 # compiles real out-of-tree kernel modules for kmod tests
   debootstrap        # the driver-toolkit stand-in rootfs (hack/dtk.sh)
+  containerd          # the real-Tekton e2e's node: CRI runtime for its kubelet
+  containernetworking-plugins # its pod network (bridge + host-local)
+  iptables            # the kubelet expects it on PATH
   gcc
   make
 )

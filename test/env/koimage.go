@@ -3,10 +3,12 @@ package env
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -28,46 +30,46 @@ func KoImage(t testing.TB, pkg, ref string) (tarPath, tag string) {
 	if err != nil {
 		t.Fatalf("making the image of %s: %v", pkg, err)
 	}
-	tagged, err := name.NewTag(ref)
+	tarPath, err = writeImage(t.TempDir(), ref, img)
 	if err != nil {
 		t.Fatal(err)
-	}
-	tarPath = filepath.Join(t.TempDir(), filepath.Base(pkg)+".tar")
-	if err := tarball.WriteToFile(tarPath, tagged, img); err != nil {
-		t.Fatalf("writing %s: %v", tarPath, err)
 	}
 	return tarPath, ref
 }
 
+// writeImage writes img as a docker tarball tagged ref into dir.
+func writeImage(dir, ref string, img v1.Image) (string, error) {
+	tagged, err := name.NewTag(ref)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(ref)+".tar")
+	if err := tarball.WriteToFile(p, tagged, img); err != nil {
+		return "", fmt.Errorf("writing image %s to %s: %w", ref, p, err)
+	}
+	return p, nil
+}
+
 func koImage(bin string) (v1.Image, error) {
+	return appImage(empty.Image, bin, "65532")
+}
+
+// appImage adds bin at /ko-app/<name> on base, as its entrypoint, run as
+// user (empty: the base's, root for a Debian rootfs).
+func appImage(base v1.Image, bin, user string) (v1.Image, error) {
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, err
 	}
 	app := "/ko-app/" + filepath.Base(bin)
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, h := range []*tar.Header{
+	layer, err := tarLayer([]*tar.Header{
 		{Name: "ko-app/", Typeflag: tar.TypeDir, Mode: 0o755},
 		{Name: app[1:], Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))},
-	} {
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := tw.Write(data); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
-	})
+	}, map[string][]byte{app[1:]: data})
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +80,29 @@ func koImage(bin string) (v1.Image, error) {
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS = runtime.GOARCH, "linux"
 	cfg.Config.Entrypoint = []string{app}
-	cfg.Config.User = "65532"
-	cfg.Config.Env = []string{"PATH=/ko-app"}
+	cfg.Config.User = user
+	cfg.Config.Env = []string{"PATH=/ko-app:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	return mutate.ConfigFile(img, cfg)
+}
+
+// tarLayer writes headers in order, each regular file's content from data.
+func tarLayer(headers []*tar.Header, data map[string][]byte) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range headers {
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(data[h.Name]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	})
 }

@@ -3,6 +3,7 @@ package env
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,11 +154,25 @@ type Kube struct {
 	certDir string
 }
 
+// KubeOptions configure StartKubeWith.
+type KubeOptions struct {
+	// Address is the IP the apiserver binds; empty means 127.0.0.1. A
+	// node's pods need the host's IP (HostIP): envtest's serving
+	// certificate names the address, so in-cluster clients verify it.
+	Address string
+}
+
 // StartKube starts envtest on the binaries `make tools` built and installs
 // the CRDs. It is stopped, and its folders removed, when t ends.
 func StartKube(t testing.TB) *Kube {
 	t.Helper()
-	k, err := startKube()
+	return StartKubeWith(t, KubeOptions{})
+}
+
+// StartKubeWith is StartKube with options.
+func StartKubeWith(t testing.TB, o KubeOptions) *Kube {
+	t.Helper()
+	k, err := startKube(o)
 	if err != nil {
 		t.Fatalf("starting test cluster: %v", err)
 	}
@@ -169,7 +184,7 @@ func StartKube(t testing.TB) *Kube {
 	return k
 }
 
-func startKube() (*Kube, error) {
+func startKube(o KubeOptions) (*Kube, error) {
 	assets, err := KubeAssets()
 	if err != nil {
 		return nil, err
@@ -196,7 +211,16 @@ func startKube() (*Kube, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.ControlPlane.GetAPIServer().CertDir = certDir
+	api := e.ControlPlane.GetAPIServer()
+	api.CertDir = certDir
+	if o.Address != "" {
+		// envtest replaces an address that comes without a port.
+		port, err := freePort(o.Address)
+		if err != nil {
+			return nil, err
+		}
+		api.SecureServing.ListenAddr = envtest.ListenAddr{Address: o.Address, Port: strconv.Itoa(port)}
+	}
 	cfg, err := e.Start()
 	if err != nil {
 		_ = e.Stop()
@@ -210,6 +234,16 @@ func startKube() (*Kube, error) {
 		return nil, err
 	}
 	return &Kube{Config: cfg, Client: c, Scheme: scheme, env: e, certDir: certDir}, nil
+}
+
+// HostPort is the apiserver's address, split for the KUBERNETES_SERVICE_*
+// variables of pods on a node without kube-proxy.
+func (k *Kube) HostPort() (host, port string) {
+	u, err := url.Parse(k.Config.Host)
+	if err != nil {
+		panic(fmt.Sprintf("test/env: apiserver URL %q: %v", k.Config.Host, err))
+	}
+	return u.Hostname(), u.Port()
 }
 
 // Stop stops the apiserver and etcd (by PID, through envtest) and removes

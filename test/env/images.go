@@ -1,0 +1,147 @@
+package env
+
+import (
+	"archive/tar"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// The images a test node runs are all made here from local binaries and
+// imported into its containerd: nothing is pulled.
+const (
+	pauseRef = "kiln.local/pause:e2e"
+	// StepsRef is the kiln-steps image StepsImage makes.
+	StepsRef = "kiln.local/kiln-steps:e2e"
+)
+
+// pauseImage is the CRI sandbox image: test/env/internal/pause, ko-style.
+func pauseImage(t testing.TB) (string, error) {
+	img, err := koImage(BuildBinary(t, "./test/env/internal/pause"))
+	if err != nil {
+		return "", fmt.Errorf("making the pause image: %w", err)
+	}
+	return writeImage(t.TempDir(), pauseRef, img)
+}
+
+// StepsImage is the kiln-steps image the e2e's pipelines run: kiln-steps
+// at /ko-app/kiln-steps on the Debian rootfs of hack/stepsbase.sh, which
+// has the buildah CLI that image-build's buildah path and kmod-build call.
+// It runs as root (buildah needs it; the Tasks that call it are
+// privileged). It returns the docker tarball and the image's tag.
+func StepsImage(t testing.TB) (tarPath, ref string) {
+	t.Helper()
+	v, err := Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(CacheDir(), "images", fmt.Sprintf("stepsbase-%s-r%s.tar.gz", v["STEPSBASE_SUITE"], v["STEPSBASE_RECIPE"]))
+	if _, err := os.Stat(base); err != nil {
+		t.Fatal(&ToolError{Tool: "kiln-steps base image (hack/stepsbase.sh)", Where: base})
+	}
+	layer, err := tarball.LayerFromFile(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := BuildBinary(t, "./cmd/steps")
+	renamed := filepath.Join(filepath.Dir(bin), "kiln-steps")
+	if err := os.Rename(bin, renamed); err != nil {
+		t.Fatal(err)
+	}
+	if img, err = appImage(img, renamed, ""); err != nil {
+		t.Fatal(err)
+	}
+	if tarPath, err = writeImage(t.TempDir(), StepsRef, img); err != nil {
+		t.Fatal(err)
+	}
+	return tarPath, StepsRef
+}
+
+// TektonImages are the images Tekton's controller puts in TaskRun pods,
+// made from the commands `make tools` built (hack/tekton): it maps the
+// controller's image flag to the image's tag and tarball.
+type TektonImages map[string]struct{ Ref, Tar string }
+
+func tektonImages(t testing.TB, version string) (TektonImages, error) {
+	dir := filepath.Join(CacheDir(), "bin", "tekton-"+version)
+	out := TektonImages{}
+	for _, cmd := range []string{"entrypoint", "nop", "sidecarlogresults", "workingdirinit"} {
+		bin := filepath.Join(dir, cmd)
+		if _, err := os.Stat(bin); err != nil {
+			return nil, &ToolError{Tool: "tekton " + cmd, Where: dir}
+		}
+		img, err := koImage(bin)
+		if err != nil {
+			return nil, err
+		}
+		ref := "kiln.local/tekton/" + cmd + ":" + version
+		p, err := writeImage(t.TempDir(), ref, img)
+		if err != nil {
+			return nil, err
+		}
+		out[cmd+"-image"] = struct{ Ref, Tar string }{ref, p}
+	}
+	shell, err := shellImage()
+	if err != nil {
+		return nil, err
+	}
+	ref := "kiln.local/tekton/shell:" + version
+	p, err := writeImage(t.TempDir(), ref, shell)
+	if err != nil {
+		return nil, err
+	}
+	out["shell-image"] = struct{ Ref, Tar string }{ref, p}
+	return out, nil
+}
+
+// shellApplets are the commands Tekton's script and volume-setup init
+// containers run in the shell image.
+var shellApplets = []string{"sh", "cat", "chmod", "cp", "ls", "mkdir", "touch", "base64", "echo"}
+
+// shellImage is Debian's static busybox with the applets Tekton uses, the
+// stand-in for the busybox image Tekton's release config names.
+func shellImage() (v1.Image, error) {
+	bin, err := LookTool("busybox")
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	headers := []*tar.Header{
+		{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))},
+		{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777},
+	}
+	for _, a := range shellApplets {
+		headers = append(headers, &tar.Header{Name: "bin/" + a, Typeflag: tar.TypeSymlink, Linkname: "busybox", Mode: 0o777})
+	}
+	layer, err := tarLayer(headers, map[string][]byte{"bin/busybox": data})
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Architecture, cfg.OS = runtime.GOARCH, "linux"
+	cfg.Config.Env = []string{"PATH=/bin"}
+	return mutate.ConfigFile(img, cfg)
+}
