@@ -57,7 +57,7 @@ func PushDriverToolkit(ctx context.Context, host, tarballPath string, opts ...re
 	if host != "" {
 		ref = strings.Replace(ref, Registry, host, 1)
 	}
-	r, err := name.ParseReference(ref)
+	r, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		return "", err
 	}

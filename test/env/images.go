@@ -62,10 +62,26 @@ func StepsImage(t testing.TB) (tarPath, ref string) {
 	if img, err = appImage(img, renamed, ""); err != nil {
 		t.Fatal(err)
 	}
+	// buildah in a container isolates RUN steps with chroot, as the
+	// upstream buildah images do: runc inside runc needs a cgroup setup a
+	// pod does not have.
+	if img, err = withEnv(img, "BUILDAH_ISOLATION=chroot"); err != nil {
+		t.Fatal(err)
+	}
 	if tarPath, err = writeImage(t.TempDir(), StepsRef, img); err != nil {
 		t.Fatal(err)
 	}
 	return tarPath, StepsRef
+}
+
+func withEnv(img v1.Image, env ...string) (v1.Image, error) {
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Config.Env = append(cfg.Config.Env, env...)
+	return mutate.ConfigFile(img, cfg)
 }
 
 // TektonImages are the images Tekton's controller puts in TaskRun pods,

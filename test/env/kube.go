@@ -159,6 +159,7 @@ type KubeOptions struct {
 	// Address is the IP the apiserver binds; empty means 127.0.0.1. A
 	// node's pods need the host's IP (HostIP): envtest's serving
 	// certificate names the address, so in-cluster clients verify it.
+	// With an Address, ServiceAccount admission is on, as pods need.
 	Address string
 }
 
@@ -220,6 +221,10 @@ func startKube(o KubeOptions) (*Kube, error) {
 			return nil, err
 		}
 		api.SecureServing.ListenAddr = envtest.ListenAddr{Address: o.Address, Port: strconv.Itoa(port)}
+		// A cluster on the host IP is for a node's pods: they need the
+		// service account token volume, which envtest's default of no
+		// ServiceAccount admission leaves out.
+		api.Configure().Disable("disable-admission-plugins")
 	}
 	cfg, err := e.Start()
 	if err != nil {
