@@ -13,12 +13,12 @@ export CGO_ENABLED := 0
 GOTAGS := containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper
 GOFLAGS_BUILD := -tags=$(GOTAGS) -trimpath
 # Integration tests start real servers; two cores run two packages at once.
-TEST_FLAGS ?= -p 2 -timeout 30m
+TEST_FLAGS ?= -p 2 -timeout 50m
 BENCH ?= .
 
 BIN := bin
 
-.PHONY: all build tools generate catalog bundles lint test bench bench-image run clean help
+.PHONY: all build tools generate catalog bundles lint test e2e bench bench-image run clean help
 
 all: build
 
@@ -53,6 +53,12 @@ lint: ## gofmt + go vet + go.mod tidy
 
 test: tools ## run all tests, integration tests included (real apiserver, registry, buildah)
 	go test $(GOFLAGS_BUILD) $(TEST_FLAGS) ./...
+
+# The real-Tekton scenario alone (make test runs it too): a kubelet, containerd,
+# kube-scheduler, kube-controller-manager and the Tekton controller on this
+# machine; kiln installed from config/; the pipelines run in pods.
+e2e: tools ## run the real-Tekton end-to-end scenario (test/e2e), with its PipelineRun table
+	go test $(GOFLAGS_BUILD) -timeout 60m -count=1 -v -run '^TestRealTekton$$' ./test/e2e/
 
 bench: tools ## run benchmarks; each prints its ratio against the reference measured in the same run
 	go test $(GOFLAGS_BUILD) -run '^$$' -bench '$(BENCH)' -benchmem ./...

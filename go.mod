@@ -26,6 +26,7 @@ require (
 	github.com/tektoncd/pipeline v1.10.0
 	github.com/vincent-petithory/dataurl v1.0.0
 	go.podman.io/image/v5 v5.38.0
+	go.uber.org/zap v1.27.1
 	golang.org/x/crypto v0.48.0
 	k8s.io/api v0.34.3
 	k8s.io/apiextensions-apiserver v0.34.3
@@ -210,7 +211,6 @@ require (
 	go.opentelemetry.io/proto/otlp v1.9.0 // indirect
 	go.podman.io/storage v1.61.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	go.uber.org/zap v1.27.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	go4.org v0.0.0-20200104003542-c7e774b10ea0 // indirect

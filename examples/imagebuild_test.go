@@ -1,14 +1,18 @@
 package examples
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/osimage"
@@ -32,9 +36,8 @@ func renderInto(t *testing.T, work, pool string) {
 // TestImageBuildFromSample layers each pool's rendered config on the
 // locally made base in a real registry, as make run does: worker and
 // master take the fast path (no buildah) and their images carry the
-// rendered files over the base's os-release; infra needs the buildah path
-// and, on a base with no shell (so not even kiln's rpm-ostree precheck
-// runs), fails closed, writing no results.
+// rendered files over the base's os-release; infra needs the buildah path,
+// which runs on the base's stand-in userland (examples/ostools.go).
 func TestImageBuildFromSample(t *testing.T) {
 	e := env.Start(t, env.Options{Registry: true, Buildah: true})
 	images, err := Images()
@@ -98,11 +101,68 @@ func TestImageBuildFromSample(t *testing.T) {
 			t.Errorf("%s image labels %v (%v)", pool, cf.Config.Labels, err)
 		}
 	}
+	// infra: the buildah path on the sample's stand-in userland: usbguard
+	// installed and enabled, the default kernel swapped for kernel-rt.
 	res, log, err := build("infra")
-	if err == nil || !strings.Contains(log+err.Error(), "stat /bin/sh: no such file or directory") {
-		t.Fatalf("infra image-build on the stand-in base: err %v\n%s", err, log)
+	if err != nil {
+		t.Fatalf("infra image-build: %v\n%s", err, log)
 	}
-	if res["IMAGE_URL"] != "" {
-		t.Errorf("infra wrote results after failing: %v", res)
+	if !strings.Contains(log, "buildah path") || !strings.HasPrefix(res["IMAGE_URL"], e.Registry.Host+"/kiln/infra@sha256:") {
+		t.Fatalf("infra results %v\n%s", res, log)
+	}
+	ref, err := name.ParseReference(res["IMAGE_URL"], name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := imageFiles(t, img)
+	for path, want := range map[string]string{
+		"usr/share/kiln-sample/rpmdb/usbguard":                   "usr/bin/usbguard",
+		"usr/share/kiln-sample/rpmdb/kernel-rt-core":             "usr/lib/modules/" + RTKernelVersion + "/vmlinuz",
+		"usr/lib/modules/" + RTKernelVersion + "/vmlinuz":        "kernel-rt",
+		"etc/systemd/system/basic.target.wants/usbguard.service": "-> /usr/lib/systemd/system/usbguard.service",
+		"etc/chrony.conf": "server clock1.example.com iburst",
+	} {
+		if got, ok := files[path]; !ok || !strings.Contains(got, want) {
+			t.Errorf("infra image %s = %q (present %v), want it to contain %q\n%s", path, got, ok, want, log)
+		}
+	}
+	for _, gone := range []string{"usr/share/kiln-sample/rpmdb/kernel-core", "usr/lib/modules/" + KernelVersion + "/vmlinuz",
+		"etc/yum.repos.d/kiln-extensions.repo"} {
+		if _, ok := files[gone]; ok {
+			t.Errorf("infra image still has %s", gone)
+		}
+	}
+}
+
+// imageFiles flattens img: regular files map to their content, symlinks
+// to "-> target".
+func imageFiles(t *testing.T, img v1.Image) map[string]string {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	files := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch h.Typeflag {
+		case tar.TypeSymlink:
+			files[strings.TrimPrefix(h.Name, "/")] = "-> " + h.Linkname
+		case tar.TypeReg:
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files[strings.TrimPrefix(h.Name, "/")] = string(b)
+		}
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -115,14 +117,18 @@ OSTREE_VERSION="` + OSVersion + `"
 // node.status.nodeInfo.osImage (a ModuleDay0's osMapping.literal).
 const NodeOSImage = "Red Hat Enterprise Linux CoreOS " + OSVersion + " (Plow)"
 
-// BaseImage is the stand-in RHCOS base: the os-release, an empty modules
-// folder of its kernel, and the labels rpm-ostree puts on a bootable
-// container image, which kiln reads (ostree.linux for the kernel version,
-// version and org.opencontainers.image.version for the OS version). It has
-// no binaries: stages that RUN commands in it (the buildah path for
-// extensions or a kernel swap) need a real RHCOS and say so.
+// BaseImage is the stand-in RHCOS base: the os-release, its kernel's
+// modules folder, the labels rpm-ostree puts on a bootable container image,
+// which kiln reads (ostree.linux for the kernel version, version and
+// org.opencontainers.image.version for the OS version), and the small
+// userland of ostools.go, so that the buildah path (extensions, kernelType)
+// runs on it for real.
 func BaseImage() (v1.Image, error) {
-	layer, err := tarLayer([]entry{
+	tools, err := baseTools()
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarLayer(append([]entry{
 		{name: "etc/"},
 		{name: "etc/os-release", link: "../usr/lib/os-release"},
 		{name: "usr/"},
@@ -130,9 +136,11 @@ func BaseImage() (v1.Image, error) {
 		{name: "usr/lib/modules/"},
 		{name: "usr/lib/modules/" + KernelVersion + "/"},
 		{name: "usr/lib/modules/" + KernelVersion + "/modules.builtin", data: "kernel/fs/ext4/ext4.ko\nkernel/fs/xfs/xfs.ko\n"},
+		{name: "usr/lib/modules/" + KernelVersion + "/vmlinuz", data: "kiln sample stand-in: vmlinuz of kernel " + KernelVersion + "\n"},
 		{name: "usr/lib/os-release", data: osRelease},
 		{name: "var/"},
-	})
+		{name: "var/tmp/", mode: 0o1777},
+	}, tools...))
 	if err != nil {
 		return nil, fmt.Errorf("building the base image: %w", err)
 	}
@@ -149,15 +157,21 @@ func BaseImage() (v1.Image, error) {
 }
 
 // ExtensionsImage is the stand-in extensions image: the folder the
-// generated Containerfile mounts as a repository, with no packages in it.
+// generated Containerfile mounts as a repository, holding the sample's
+// packages (ostools.go) as NAME.tar.
 func ExtensionsImage() (v1.Image, error) {
-	layer, err := tarLayer([]entry{
-		{name: "usr/"},
-		{name: "usr/share/"},
-		{name: "usr/share/rpm-ostree/"},
-		{name: "usr/share/rpm-ostree/extensions/"},
-		{name: "usr/share/rpm-ostree/extensions/README", data: "Stand-in for the RHCOS " + OSVersion + " extensions repository: no RPMs.\n"},
-	})
+	const repo = "usr/share/rpm-ostree/extensions/"
+	entries := []entry{{name: "usr/"}, {name: "usr/share/"}, {name: "usr/share/rpm-ostree/"}, {name: repo},
+		{name: repo + "README", data: "Stand-in for the RHCOS " + OSVersion + " extensions repository: the kiln sample's packages, NAME.tar each, for its rpm-ostree stand-in.\n"}}
+	pkgs := extensionPackages()
+	for _, p := range sortedKeys(pkgs) {
+		b, err := tarBytes(pkgs[p])
+		if err != nil {
+			return nil, fmt.Errorf("building the extensions image: package %s: %w", p, err)
+		}
+		entries = append(entries, entry{name: repo + p + ".tar", data: string(b)})
+	}
+	layer, err := tarLayer(entries)
 	if err != nil {
 		return nil, fmt.Errorf("building the extensions image: %w", err)
 	}
@@ -210,26 +224,43 @@ func ReleaseImage(base, ext v1.Image) (v1.Image, error) {
 }
 
 // entry is one tar member: a folder (name ends in "/"), a symlink (link
-// set) or a regular file.
+// set) or a regular file; mode 0 means 0755 for a folder, 0644 for a file.
 type entry struct {
 	name, data, link string
+	mode             int64
 }
 
-// tarLayer writes the entries in the given order (callers list parents
-// first) as an uncompressed OCI layer: no compressor, so the digest cannot
-// move with a compression library.
+// tarLayer makes the entries an uncompressed OCI layer: no compressor, so
+// the digest cannot move with a compression library.
 func tarLayer(entries []entry) (v1.Layer, error) {
+	b, err := tarBytes(entries)
+	if err != nil {
+		return nil, err
+	}
+	return static.NewLayer(b, types.OCIUncompressedLayer), nil
+}
+
+// tarBytes writes the entries sorted by name, so parents come first.
+func tarBytes(entries []entry) ([]byte, error) {
+	entries = slices.Clone(entries)
+	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
-		h := &tar.Header{Name: e.name, ModTime: built, Format: tar.FormatPAX, Uname: "root", Gname: "root"}
+		h := &tar.Header{Name: e.name, ModTime: built, Format: tar.FormatPAX, Uname: "root", Gname: "root", Mode: e.mode}
 		switch {
 		case e.name[len(e.name)-1] == '/':
-			h.Typeflag, h.Mode = tar.TypeDir, 0o755
+			h.Typeflag = tar.TypeDir
+			if h.Mode == 0 {
+				h.Mode = 0o755
+			}
 		case e.link != "":
 			h.Typeflag, h.Mode, h.Linkname = tar.TypeSymlink, 0o777, e.link
 		default:
-			h.Typeflag, h.Mode, h.Size = tar.TypeReg, 0o644, int64(len(e.data))
+			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
+			if h.Mode == 0 {
+				h.Mode = 0o644
+			}
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, err
@@ -241,7 +272,16 @@ func tarLayer(entries []entry) (v1.Layer, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	return static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer), nil
+	return buf.Bytes(), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // image makes a one-layer linux/amd64 OCI image with a fixed config.

@@ -15,6 +15,7 @@ PACKAGES=(
   openssl            # test keys and certificates
   apache2-utils      # htpasswd for the registry auth tests
   busybox-static     # a static shell to put in from-scratch test images
+  bash-static        # the sample base's shell (examples/ostools.go)
   linux-headers-amd64 # compiles real out-of-tree kernel modules for kmod tests
   debootstrap        # the driver-toolkit stand-in rootfs (hack/dtk.sh)
   containerd          # the real-Tekton e2e's node: CRI runtime for its kubelet

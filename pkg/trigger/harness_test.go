@@ -252,17 +252,25 @@ func consistently(t testing.TB, d time.Duration, what string, bad func() bool) {
 
 // hasEvent reports whether an event with reason on object name exists,
 // returning its message.
+// event finds the event of reason on the object name. Events are written
+// asynchronously by the recorder's broadcaster, so it polls briefly.
 func (h *harness) event(name, reason string) (string, bool) {
-	var evs corev1.EventList
-	if err := h.c.List(context.Background(), &evs); err != nil {
-		h.t.Fatal(err)
-	}
-	for _, e := range evs.Items {
-		if e.InvolvedObject.Name == name && e.Reason == reason {
-			return e.Message, true
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var evs corev1.EventList
+		if err := h.c.List(context.Background(), &evs); err != nil {
+			h.t.Fatal(err)
 		}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Name == name && e.Reason == reason {
+				return e.Message, true
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", false
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return "", false
 }
 
 func param(pr *pipelinev1.PipelineRun, name string) string {

@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,7 +43,8 @@ type NodeOptions struct {
 	// Name is the Node's name; default kiln-e2e-node.
 	Name string
 	// PodSubnet is the CIDR the node's bridge hands pod IPs from; default
-	// 10.244.77.0/24 (clear of podman's 10.88.0.0/16).
+	// a free 10.244.X.0/24 (clear of podman's 10.88.0.0/16), reserved for
+	// the node's life so that two nodes (two test packages) never share one.
 	PodSubnet string
 }
 
@@ -69,9 +72,6 @@ func StartNode(t testing.TB, k *Kube, o NodeOptions) *Node {
 	if o.Name == "" {
 		o.Name = "kiln-e2e-node"
 	}
-	if o.PodSubnet == "" {
-		o.PodSubnet = "10.244.77.0/24"
-	}
 	host, _ := k.HostPort()
 	// Under /tmp, not t.TempDir(): unix socket paths have a 108-byte limit.
 	dir, err := os.MkdirTemp("", "kiln-node-")
@@ -81,10 +81,41 @@ func StartNode(t testing.TB, k *Kube, o NodeOptions) *Node {
 	n := &Node{name: o.Name, dir: dir, sock: filepath.Join(dir, "containerd.sock"), ip: host, kube: k,
 		bridge: "kiln" + filepath.Base(dir)[len("kiln-node-"):][:5], cgroup: "/" + filepath.Base(dir)}
 	t.Cleanup(func() { n.stop(t) })
+	if o.PodSubnet == "" {
+		subnet, release, err := reserveSubnet()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(release)
+		o.PodSubnet = subnet
+	}
 	if err := n.start(t, o); err != nil {
 		t.Fatalf("starting node %s: %v", o.Name, err)
 	}
 	return n
+}
+
+// reserveSubnet takes the first 10.244.X.0/24 whose reservation file
+// (holding the owner's PID) is absent or names a dead process.
+func reserveSubnet() (subnet string, release func(), err error) {
+	for x := 10; x < 250; x++ {
+		lock := filepath.Join(os.TempDir(), fmt.Sprintf("kiln-node-subnet-%d", x))
+		if b, err := os.ReadFile(lock); err == nil {
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			if pid > 0 && syscall.Kill(pid, 0) == nil {
+				continue
+			}
+			_ = os.Remove(lock)
+		}
+		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		if err != nil {
+			continue // another node took it first
+		}
+		fmt.Fprint(f, os.Getpid())
+		f.Close()
+		return fmt.Sprintf("10.244.%d.0/24", x), func() { _ = os.Remove(lock) }, nil
+	}
+	return "", nil, fmt.Errorf("no free pod subnet in 10.244.10-249.0/24")
 }
 
 // Name is the Node object's name.
