@@ -1,18 +1,14 @@
 package examples
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/osimage"
@@ -118,7 +114,7 @@ func TestImageBuildFromSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := imageFiles(t, img)
+	files := env.Flatten(t, img)
 	for path, want := range map[string]string{
 		"usr/share/kiln-sample/rpmdb/usbguard":                   "usr/bin/usbguard",
 		"usr/share/kiln-sample/rpmdb/kernel-rt-core":             "usr/lib/modules/" + RTKernelVersion + "/vmlinuz",
@@ -134,35 +130,6 @@ func TestImageBuildFromSample(t *testing.T) {
 		"etc/yum.repos.d/kiln-extensions.repo"} {
 		if _, ok := files[gone]; ok {
 			t.Errorf("infra image still has %s", gone)
-		}
-	}
-}
-
-// imageFiles flattens img: regular files map to their content, symlinks
-// to "-> target".
-func imageFiles(t *testing.T, img v1.Image) map[string]string {
-	t.Helper()
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	files := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch h.Typeflag {
-		case tar.TypeSymlink:
-			files[strings.TrimPrefix(h.Name, "/")] = "-> " + h.Linkname
-		case tar.TypeReg:
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[strings.TrimPrefix(h.Name, "/")] = string(b)
 		}
 	}
 }

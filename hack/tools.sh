@@ -21,8 +21,24 @@ components="${KILN_K8S_COMPONENTS:-kube-apiserver kubelet kube-scheduler kube-co
 
 bash "$root/hack/packages.sh"
 
+# build MODULE_DIR OUT_DIR VERSION LDFLAGS PKG: builds PKG's command into
+# OUT_DIR unless it is there already.
+build() {
+  local mod="$1" out="$2" version="$3" ldflags="$4" pkg="$5" c start
+  c="$(basename "$pkg")"
+  if [ -x "$out/$c" ]; then
+    echo "$c $version: cached"
+    return
+  fi
+  echo "$c $version: building (a cold build of a Kubernetes command takes several minutes)"
+  start=$SECONDS
+  mkdir -p "$out"
+  (cd "$root/hack/$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "$pkg")
+  mv "$out/$c.tmp" "$out/$c"
+  echo "$c $version: built in $((SECONDS - start))s"
+}
+
 k8sdir="$cache/bin/k8s-$K8S_VERSION"
-mkdir -p "$k8sdir"
 major="${K8S_VERSION#v}"; major="${major%%.*}"
 minor="${K8S_VERSION#v*.}"; minor="${minor%%.*}"
 ldflags="-s -w"
@@ -30,32 +46,13 @@ for v in gitVersion=$K8S_VERSION gitMajor=$major gitMinor=$minor gitTreeState=cl
   ldflags="$ldflags -X k8s.io/component-base/version.$v"
 done
 for c in $components; do
-  if [ -x "$k8sdir/$c" ]; then
-    echo "$c $K8S_VERSION: cached"
-    continue
-  fi
-  echo "$c $K8S_VERSION: building (a cold build takes several minutes)"
-  start=$SECONDS
-  (cd "$root/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" \
-    -o "$k8sdir/$c.tmp" "k8s.io/kubernetes/cmd/$c")
-  mv "$k8sdir/$c.tmp" "$k8sdir/$c"
-  echo "$c $K8S_VERSION: built in $((SECONDS - start))s"
+  build tools "$k8sdir" "$K8S_VERSION" "$ldflags" "k8s.io/kubernetes/cmd/$c"
 done
-tektondir="$cache/bin/tekton-$TEKTON_VERSION"
-mkdir -p "$tektondir"
 for c in controller entrypoint nop sidecarlogresults workingdirinit; do
-  if [ -x "$tektondir/$c" ]; then
-    echo "tekton $c $TEKTON_VERSION: cached"
-    continue
-  fi
-  echo "tekton $c $TEKTON_VERSION: building"
-  start=$SECONDS
-  (cd "$root/hack/tekton" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" \
-    -o "$tektondir/$c.tmp" "github.com/tektoncd/pipeline/cmd/$c")
-  mv "$tektondir/$c.tmp" "$tektondir/$c"
-  echo "tekton $c $TEKTON_VERSION: built in $((SECONDS - start))s"
+  build tekton "$cache/bin/tekton-$TEKTON_VERSION" "$TEKTON_VERSION" "-s -w" "github.com/tektoncd/pipeline/cmd/$c"
 done
 # envtest looks for etcd next to kube-apiserver (KUBEBUILDER_ASSETS).
+mkdir -p "$k8sdir"
 ln -sf "$(command -v etcd)" "$k8sdir/etcd"
 
 cgdir="$cache/bin/controller-gen-$CONTROLLER_GEN_VERSION"

@@ -110,15 +110,11 @@ func PushOSImage(t testing.TB, ref, kver string) string {
 
 func withConfig(t testing.TB, img v1.Image, labels map[string]string) v1.Image {
 	t.Helper()
-	cf, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
-	cf.Config.Labels = labels
-	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	img, err = mutate.ConfigFile(img, cf)
+	img, err := editConfig(img, func(cf *v1.ConfigFile) {
+		cf.Architecture, cf.OS = "amd64", "linux"
+		cf.Config.Labels = labels
+		cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

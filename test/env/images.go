@@ -2,10 +2,12 @@ package env
 
 import (
 	"archive/tar"
+	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -75,13 +77,7 @@ func StepsImage(t testing.TB) (tarPath, ref string) {
 }
 
 func withEnv(img v1.Image, env ...string) (v1.Image, error) {
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.Config.Env = append(cfg.Config.Env, env...)
-	return mutate.ConfigFile(img, cfg)
+	return editConfig(img, func(cf *v1.ConfigFile) { cf.Config.Env = append(cf.Config.Env, env...) })
 }
 
 // TektonImages are the images Tekton's controller puts in TaskRun pods,
@@ -148,16 +144,38 @@ func shellImage() (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return nil, err
+	return appendLayer(empty.Image, layer, func(c *v1.Config) { c.Env = []string{"PATH=/bin"} })
+}
+
+// Flatten returns img's final filesystem, as tests read it: regular files
+// under 1 MiB with their content (larger ones empty), symlinks as
+// "-> target"; names without a leading "./" or "/".
+func Flatten(t testing.TB, img v1.Image) map[string]string {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	files := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		if err != nil {
+			t.Fatalf("reading image filesystem: %v", err)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/")
+		switch h.Typeflag {
+		case tar.TypeSymlink:
+			files[name] = "-> " + h.Linkname
+		case tar.TypeReg:
+			var buf bytes.Buffer
+			if h.Size < 1<<20 {
+				if _, err := io.Copy(&buf, tr); err != nil {
+					t.Fatal(err)
+				}
+			}
+			files[name] = buf.String()
+		}
 	}
-	cfg, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = runtime.GOARCH, "linux"
-	cfg.Config.Env = []string{"PATH=/bin"}
-	return mutate.ConfigFile(img, cfg)
 }

@@ -69,20 +69,35 @@ func appImage(base v1.Image, bin, user string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	return appendLayer(base, layer, func(c *v1.Config) {
+		c.Entrypoint = []string{app}
+		c.User = user
+		c.Env = []string{"PATH=/ko-app:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	})
+}
+
+// appendLayer adds layer on base for this machine's linux/GOARCH and lets
+// edit change the runtime config.
+func appendLayer(base v1.Image, layer v1.Layer, edit func(*v1.Config)) (v1.Image, error) {
 	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := img.ConfigFile()
+	return editConfig(img, func(cf *v1.ConfigFile) {
+		cf.Architecture, cf.OS = runtime.GOARCH, "linux"
+		edit(&cf.Config)
+	})
+}
+
+// editConfig returns img with its config file changed by edit.
+func editConfig(img v1.Image, edit func(*v1.ConfigFile)) (v1.Image, error) {
+	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
 	}
-	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = runtime.GOARCH, "linux"
-	cfg.Config.Entrypoint = []string{app}
-	cfg.Config.User = user
-	cfg.Config.Env = []string{"PATH=/ko-app:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	return mutate.ConfigFile(img, cfg)
+	cf = cf.DeepCopy()
+	edit(cf)
+	return mutate.ConfigFile(img, cf)
 }
 
 // tarLayer writes headers in order, each regular file's content from data.

@@ -1,10 +1,7 @@
 package env_test
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
@@ -94,7 +89,7 @@ func TestBuildahBudAndPush(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reading pushed image %s: %v", target, err)
 	}
-	files := flatten(t, img)
+	files := env.Flatten(t, img)
 	if got := strings.TrimSpace(files["built"]); got != "built-by-kiln" {
 		t.Errorf("/built: got %q, want %q", got, "built-by-kiln")
 	}
@@ -114,30 +109,4 @@ func mustBuildah(ctx context.Context, t *testing.T, b *env.Buildah, args ...stri
 		t.Fatal(err)
 	}
 	return out
-}
-
-// flatten returns the image's final filesystem: regular files under 1 MiB
-// with their content, larger ones with an empty value.
-func flatten(t *testing.T, img v1.Image) map[string]string {
-	t.Helper()
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	files := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return files
-		}
-		if err != nil {
-			t.Fatalf("reading image filesystem: %v", err)
-		}
-		var buf bytes.Buffer
-		if h.Size < 1<<20 {
-			if _, err := io.Copy(&buf, tr); err != nil {
-				t.Fatal(err)
-			}
-		}
-		files[strings.TrimPrefix(h.Name, "./")] = buf.String()
-	}
 }
