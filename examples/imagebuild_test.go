@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/osimage"
@@ -74,14 +75,7 @@ func TestImageBuildFromSample(t *testing.T) {
 		if res["REUSED"] != "false" || !strings.HasPrefix(res["IMAGE_URL"], e.Registry.Host+"/kiln/"+pool+"@sha256:") {
 			t.Fatalf("%s results %v", pool, res)
 		}
-		ref, err := name.ParseReference(res["IMAGE_URL"], name.Insecure)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := remote.Image(ref)
-		if err != nil {
-			t.Fatal(err)
-		}
+		img := pull(t, res["IMAGE_URL"])
 		for path, want := range map[string]string{
 			"etc/chrony.conf":                         "server clock1.example.com iburst",
 			"usr/lib/os-release":                      `OSTREE_VERSION="` + OSVersion + `"`,
@@ -106,15 +100,7 @@ func TestImageBuildFromSample(t *testing.T) {
 	if !strings.Contains(log, "buildah path") || !strings.HasPrefix(res["IMAGE_URL"], e.Registry.Host+"/kiln/infra@sha256:") {
 		t.Fatalf("infra results %v\n%s", res, log)
 	}
-	ref, err := name.ParseReference(res["IMAGE_URL"], name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := remote.Image(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := env.Flatten(t, img)
+	files := env.Flatten(t, pull(t, res["IMAGE_URL"]))
 	for path, want := range map[string]string{
 		"usr/share/kiln-sample/rpmdb/usbguard":                   "usr/bin/usbguard",
 		"usr/share/kiln-sample/rpmdb/kernel-rt-core":             "usr/lib/modules/" + RTKernelVersion + "/vmlinuz",
@@ -132,4 +118,17 @@ func TestImageBuildFromSample(t *testing.T) {
 			t.Errorf("infra image still has %s", gone)
 		}
 	}
+}
+
+func pull(t *testing.T, url string) v1.Image {
+	t.Helper()
+	ref, err := name.ParseReference(url, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatalf("pulling %s: %v", url, err)
+	}
+	return img
 }
