@@ -225,6 +225,9 @@ func startKube(o KubeOptions) (*Kube, error) {
 		// service account token volume, which envtest's default of no
 		// ServiceAccount admission leaves out.
 		api.Configure().Disable("disable-admission-plugins")
+		// Its graceful stop drains the node's many watches; on two busy
+		// cores that can take longer than envtest's default 20 s.
+		api.StopTimeout = time.Minute
 	}
 	cfg, err := e.Start()
 	if err != nil {
