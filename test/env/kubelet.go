@@ -82,12 +82,22 @@ func (n *Node) startKubelet(kubeconfig string) error {
 // and the node's mounts, cgroups, bridge and folder go.
 func (n *Node) stop(t testing.TB) {
 	var errs []error
-	if len(n.procs) > 0 {
+	// The scheduler and controller-manager first: a Deployment's pods would
+	// otherwise come back as fast as drain deletes them.
+	var rest []*process
+	for _, p := range n.procs {
+		if p.name == "kube-scheduler" || p.name == "kube-controller-manager" {
+			errs = append(errs, p.stop())
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	if len(rest) > 0 {
 		errs = append(errs, n.drain())
 	}
 	n.killContainers()
-	for i := len(n.procs) - 1; i >= 0; i-- {
-		errs = append(errs, n.procs[i].stop())
+	for i := len(rest) - 1; i >= 0; i-- {
+		errs = append(errs, rest[i].stop())
 	}
 	n.killShims()
 	errs = append(errs, unmountUnder(n.dir))
