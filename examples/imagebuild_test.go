@@ -49,13 +49,13 @@ func TestImageBuildFromSample(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	build := func(pool string) (map[string]string, string, error) {
+	build := func(pool, extensions string) (map[string]string, string, error) {
 		work := t.TempDir()
 		renderInto(t, work, pool)
 		results := filepath.Join(work, "out")
 		o := &osimage.BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: pool},
 			RegistryOptions: step.RegistryOptions{Insecure: []string{e.Registry.Host}},
-			Base:            refs[0], PayloadBase: refs[0], ExtensionsImage: refs[1],
+			Base:            refs[0], PayloadBase: refs[0], ExtensionsImage: extensions,
 			Repository: e.Registry.Host + "/kiln/" + pool, Source: osimage.DefaultSource, BuildahBin: "buildah"}
 		var log bytes.Buffer
 		err := o.Run(t.Context(), step.Streams{Out: &log, Err: &log})
@@ -68,7 +68,7 @@ func TestImageBuildFromSample(t *testing.T) {
 		return res, log.String(), err
 	}
 	for _, pool := range []string{"worker", "master"} {
-		res, log, err := build(pool)
+		res, log, err := build(pool, refs[1])
 		if err != nil {
 			t.Fatalf("image-build %s: %v\n%s", pool, err, log)
 		}
@@ -93,7 +93,16 @@ func TestImageBuildFromSample(t *testing.T) {
 	}
 	// infra: the buildah path on the sample's stand-in userland: usbguard
 	// installed and enabled, the default kernel swapped for kernel-rt.
-	res, log, err := build("infra")
+	// An extensions image without the packages (the base stands in for
+	// one): the stand-in rpm-ostree refuses, the build fails, no results.
+	res, log, err := build("infra", refs[0])
+	if err == nil || !strings.Contains(log+err.Error(), "package usbguard not found") {
+		t.Fatalf("infra image-build with no packages in the extensions image: err %v\n%s", err, log)
+	}
+	if res["IMAGE_URL"] != "" {
+		t.Errorf("infra wrote results after failing: %v", res)
+	}
+	res, log, err = build("infra", refs[1])
 	if err != nil {
 		t.Fatalf("infra image-build: %v\n%s", err, log)
 	}
