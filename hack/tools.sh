@@ -30,7 +30,7 @@ build() {
     echo "$c $version: cached"
     return
   fi
-  echo "$c $version: building (a cold build of a Kubernetes command takes several minutes)"
+  echo "$c $version: building (a cold build takes minutes)"
   start=$SECONDS
   mkdir -p "$out"
   (cd "$root/hack/$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "$pkg")
