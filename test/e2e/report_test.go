@@ -113,7 +113,10 @@ func (c *cluster) runTable(ctx context.Context) string {
 		}
 		for _, res := range r.Status.Results {
 			if res.Name == "IMAGE_DIGEST" {
-				digest = res.Value.StringVal[:19]
+				digest = res.Value.StringVal
+				if len(digest) > 19 {
+					digest = digest[:19] // sha256: and 12 hex digits
+				}
 			}
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Name, r.Labels[trigger.LabelPool], r.Labels[trigger.LabelTrigger],
