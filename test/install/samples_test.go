@@ -140,10 +140,38 @@ func TestPipelinesAsCodeSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRun(t, pr)
-	for _, a := range []string{"pipelinesascode.tekton.dev/on-event", "pipelinesascode.tekton.dev/on-target-branch"} {
-		if pr.Annotations[a] == "" {
-			t.Errorf("annotation %s is missing", a)
+	// PaC's annotations are bracketed, comma-separated lists.
+	list := func(a string) []string {
+		v := strings.TrimSpace(pr.Annotations["pipelinesascode.tekton.dev/"+a])
+		if !strings.HasPrefix(v, "[") || !strings.HasSuffix(v, "]") {
+			t.Errorf("annotation pipelinesascode.tekton.dev/%s = %q, want a [list]", a, v)
+			return nil
 		}
+		var out []string
+		for _, e := range strings.Split(v[1:len(v)-1], ",") {
+			out = append(out, strings.TrimSpace(e))
+		}
+		return out
+	}
+	if got := list("on-event"); !slices.Contains(got, "push") {
+		t.Errorf("on-event %v: the sample rebuilds on push", got)
+	}
+	if got := list("on-target-branch"); len(got) == 0 || got[0] == "" {
+		t.Errorf("on-target-branch %v: want a branch", got)
+	}
+	// The path filter must cover the folder the run reads, or a change to
+	// the manifests would start no rebuild.
+	manifests := ""
+	for _, p := range pr.Spec.Params {
+		if p.Name == "manifests-path" {
+			manifests = p.Value.StringVal
+		}
+	}
+	paths := list("on-path-change")
+	if manifests == "" || !slices.ContainsFunc(paths, func(glob string) bool {
+		return strings.HasPrefix(glob, strings.TrimSuffix(manifests, "/")+"/")
+	}) {
+		t.Errorf("on-path-change %v does not cover the manifests-path param %q", paths, manifests)
 	}
 }
 
