@@ -65,6 +65,9 @@ func TestImageBuildFromSample(t *testing.T) {
 				res[n] = string(v)
 			}
 		}
+		if res["IMAGE_URL"] != "" {
+			res["image"] = res["IMAGE_URL"] + "@" + res["IMAGE_DIGEST"]
+		}
 		return res, log.String(), err
 	}
 	for _, pool := range []string{"worker", "master"} {
@@ -72,10 +75,10 @@ func TestImageBuildFromSample(t *testing.T) {
 		if err != nil {
 			t.Fatalf("image-build %s: %v\n%s", pool, err, log)
 		}
-		if res["REUSED"] != "false" || !strings.HasPrefix(res["IMAGE_URL"], e.Registry.Host+"/kiln/"+pool+"@sha256:") {
+		if res["REUSED"] != "false" || res["IMAGE_URL"] != e.Registry.Host+"/kiln/"+pool || !strings.HasPrefix(res["IMAGE_DIGEST"], "sha256:") {
 			t.Fatalf("%s results %v", pool, res)
 		}
-		img := pull(t, res["IMAGE_URL"])
+		img := pull(t, res["image"])
 		for path, want := range map[string]string{
 			"etc/chrony.conf":                         "server clock1.example.com iburst",
 			"usr/lib/os-release":                      `OSTREE_VERSION="` + OSVersion + `"`,
@@ -106,10 +109,10 @@ func TestImageBuildFromSample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("infra image-build: %v\n%s", err, log)
 	}
-	if !strings.Contains(log, "buildah path") || !strings.HasPrefix(res["IMAGE_URL"], e.Registry.Host+"/kiln/infra@sha256:") {
+	if !strings.Contains(log, "buildah path") || res["IMAGE_URL"] != e.Registry.Host+"/kiln/infra" {
 		t.Fatalf("infra results %v\n%s", res, log)
 	}
-	files := env.Flatten(t, pull(t, res["IMAGE_URL"]))
+	files := env.Flatten(t, pull(t, res["image"]))
 	for path, want := range map[string]string{
 		"usr/share/kiln-sample/rpmdb/usbguard":                   "usr/bin/usbguard",
 		"usr/share/kiln-sample/rpmdb/kernel-rt-core":             "usr/lib/modules/" + RTKernelVersion + "/vmlinuz",

@@ -74,10 +74,11 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())
 	}
 	url, _ := os.ReadFile(filepath.Join(results, "KMOD_IMAGE_URL"))
-	if !strings.HasPrefix(string(url), e.Registry.Host+"/kiln/infra-kmods@sha256:") {
-		t.Fatalf("KMOD_IMAGE_URL %q", url)
+	digest, _ := os.ReadFile(filepath.Join(results, "KMOD_IMAGE_DIGEST"))
+	if string(url) != e.Registry.Host+"/kiln/infra-kmods" || !strings.HasPrefix(string(digest), "sha256:") {
+		t.Fatalf("KMOD_IMAGE_URL %q, KMOD_IMAGE_DIGEST %q", url, digest)
 	}
-	ref, err := name.ParseReference(string(url), name.Insecure)
+	ref, err := name.ParseReference(string(url)+"@"+string(digest), name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestKmodBuildFromCluster(t *testing.T) {
 	if err := f.build(t, &log); err != nil {
 		t.Fatalf("kmod-build from the cluster: %v\n%s", err, log.String())
 	}
-	if got := f.result(t, "KMOD_IMAGE_URL"); !strings.HasPrefix(got, e.Registry.Ref("kmods/rhcos@sha256:")) {
+	if got := f.image(t); !strings.HasPrefix(got, e.Registry.Ref("kmods/rhcos@sha256:")) {
 		t.Fatalf("KMOD_IMAGE_URL %s", got)
 	}
 	files, _ := flattenImage(t, pull(t, f.md.Spec.OSMapping.ContainerImage))
@@ -95,7 +95,7 @@ func TestKmodBuildFromCluster(t *testing.T) {
 	}
 	built := meta.FindStatusCondition(live.Status.Conditions, kmmv1beta1.ConditionBuilt)
 	if built == nil || built.Status != metav1.ConditionTrue || built.Reason != kmod.ReasonBuilt ||
-		!strings.Contains(built.Message, "built "+f.result(t, "KMOD_IMAGE_URL")) || live.Status.ImageDigest != f.result(t, "KMOD_IMAGE_DIGEST") {
+		!strings.Contains(built.Message, "built "+f.image(t)) || live.Status.ImageDigest != f.result(t, "KMOD_IMAGE_DIGEST") {
 		t.Errorf("ModuleDay0 status after the build: %+v, imageDigest %q", built, live.Status.ImageDigest)
 	}
 

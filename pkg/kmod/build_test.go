@@ -175,6 +175,13 @@ func (f *fixture) result(t *testing.T, n string) string {
 	return string(b)
 }
 
+// image is the kmod image the results name: Chains' type hint,
+// KMOD_IMAGE_URL (the repository) @ KMOD_IMAGE_DIGEST.
+func (f *fixture) image(t *testing.T) string {
+	t.Helper()
+	return f.result(t, "KMOD_IMAGE_URL") + "@" + f.result(t, "KMOD_IMAGE_DIGEST")
+}
+
 // TestKmodBuildSignCompose is the seed 003 day-0 story with real parts:
 // buildah compiles a real module in the driver-toolkit stand-in against its
 // kernel headers, copies it into the test OS image and pushes; kmod-sign
@@ -203,8 +210,8 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	if want := "DTK_AUTO is the release's driver-toolkit " + dtk; !strings.Contains(log.String(), want) || !strings.Contains(log.String(), "DTK_AUTO "+dtk+")") {
 		t.Errorf("kmod-build log lacks %q:\n%s", want, log.String())
 	}
-	unsigned := f.result(t, "KMOD_IMAGE_URL")
-	if want := e.Registry.Ref("kmods/rhcos@"); !strings.HasPrefix(unsigned, want) || !strings.HasSuffix(unsigned, f.result(t, "KMOD_IMAGE_DIGEST")) {
+	unsigned := f.image(t)
+	if want := e.Registry.Ref("kmods/rhcos"); f.result(t, "KMOD_IMAGE_URL") != want || !strings.HasPrefix(f.result(t, "KMOD_IMAGE_DIGEST"), "sha256:") {
 		t.Fatalf("KMOD_IMAGE_URL %q, KMOD_IMAGE_DIGEST %q", unsigned, f.result(t, "KMOD_IMAGE_DIGEST"))
 	}
 	var rep kmod.KmodReport
@@ -236,7 +243,7 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	if err := f.sign(t, &log); err != nil {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())
 	}
-	signedRef := f.result(t, "KMOD_IMAGE_URL")
+	signedRef := f.image(t)
 	signed := pull(t, signedRef)
 	sfiles, _ := flattenImage(t, signed)
 	p := filepath.Join(t.TempDir(), "kiln-hello.ko")
@@ -253,7 +260,7 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	if err := f.build(t, &log); err != nil {
 		t.Fatalf("second kmod-build: %v\n%s", err, log.String())
 	}
-	if got := f.result(t, "KMOD_IMAGE_URL"); got != signedRef || !strings.Contains(log.String(), "containerImage exists") {
+	if got := f.image(t); got != signedRef || !strings.Contains(log.String(), "containerImage exists") {
 		t.Errorf("second kmod-build: KMOD_IMAGE_URL %s, want the signed %s; log:\n%s", got, signedRef, log.String())
 	}
 
@@ -263,7 +270,7 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	if err := f.sign(t, &log); err != nil {
 		t.Fatalf("second kmod-sign: %v\n%s", err, log.String())
 	}
-	if got := f.result(t, "KMOD_IMAGE_URL"); got != signedRef || !strings.Contains(log.String(), "nothing to sign") {
+	if got := f.image(t); got != signedRef || !strings.Contains(log.String(), "nothing to sign") {
 		t.Errorf("second kmod-sign: KMOD_IMAGE_URL %s, want the signed %s unchanged; log:\n%s", got, signedRef, log.String())
 	}
 

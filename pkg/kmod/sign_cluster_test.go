@@ -64,8 +64,8 @@ func TestKmodSignFromCluster(t *testing.T) {
 	if err := f.sign(t, &log); err != nil {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())
 	}
-	ref, digest := f.result(t, "KMOD_IMAGE_URL"), f.result(t, "KMOD_IMAGE_DIGEST")
-	if !strings.HasPrefix(ref, e.Registry.Ref("kmods/rhcos@sha256:")) || !strings.HasSuffix(ref, digest) {
+	ref, digest := f.image(t), f.result(t, "KMOD_IMAGE_DIGEST")
+	if f.result(t, "KMOD_IMAGE_URL") != e.Registry.Ref("kmods/rhcos") || !strings.HasSuffix(ref, "@"+digest) {
 		t.Fatalf("KMOD_IMAGE_URL %s, KMOD_IMAGE_DIGEST %s", ref, digest)
 	}
 	if err := e.Kube.Client.Get(t.Context(), client.ObjectKeyFromObject(live), live); err != nil {

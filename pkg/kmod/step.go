@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/pflag"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
@@ -191,8 +192,14 @@ func writeKmodResults(o step.Options, ws step.Workspace, file string, rep KmodRe
 	if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
 		return fmt.Errorf("writing kmod report: %w", err)
 	}
+	// Chains' type hint: URL@DIGEST is the image, so the URL is the
+	// repository; the report in the workspace keeps the digest reference.
+	ref, err := name.NewDigest(rep.Image)
+	if err != nil {
+		return fmt.Errorf("writing kmod results: image %q: %w", rep.Image, err)
+	}
 	res := o.Results()
-	if err := res.Set("KMOD_IMAGE_URL", rep.Image); err != nil {
+	if err := res.Set("KMOD_IMAGE_URL", ref.Context().Name()); err != nil {
 		return err
 	}
 	if err := res.Set("KMOD_IMAGE_DIGEST", rep.Digest); err != nil {

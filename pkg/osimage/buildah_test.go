@@ -140,7 +140,7 @@ func TestImageBuildStepBuildahDispatch(t *testing.T) {
 	if !strings.Contains(out.String(), "buildah path") {
 		t.Errorf("output does not mention the buildah path:\n%s", out.String())
 	}
-	img, err := remote.Image(mustRef(t, readFile(t, filepath.Join(results, "IMAGE_URL"))))
+	img, err := remote.Image(mustRef(t, readFile(t, filepath.Join(results, "IMAGE_URL"))+"@"+readFile(t, filepath.Join(results, "IMAGE_DIGEST"))))
 	if err != nil {
 		t.Fatal(err)
 	}

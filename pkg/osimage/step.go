@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"github.com/spf13/pflag"
 
@@ -124,13 +125,34 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := writeReport(ReportPath(dir), in, res); err != nil {
 		return err
 	}
-	results := o.Results()
+	return writeBuildResults(o.Results(), res)
+}
+
+// writeBuildResults writes the results in the shape of Tekton Chains' type
+// hints, so that Chains signs and attests the image with no setup:
+// IMAGE_URL is the repository and IMAGE_DIGEST the digest (Chains joins them
+// with "@"; a URL that is already a digest reference would make it skip the
+// image), and BASE_IMAGE_ARTIFACT_INPUTS, {uri, digest}, puts the base the
+// image was layered on into the provenance's materials.
+func writeBuildResults(results *step.Results, res *BuildResult) error {
+	image, err := name.NewDigest(res.Ref)
+	if err != nil {
+		return fmt.Errorf("writing results: image %q: %w", res.Ref, err)
+	}
+	base, err := name.NewDigest(res.BaseRef)
+	if err != nil {
+		return fmt.Errorf("writing results: base %q: %w", res.BaseRef, err)
+	}
 	for k, v := range map[string]string{
-		"IMAGE_URL": res.Ref, "IMAGE_DIGEST": res.Digest.String(), "REUSED": strconv.FormatBool(res.Reused),
+		"IMAGE_URL": image.Context().Name(), "IMAGE_DIGEST": res.Digest.String(), "REUSED": strconv.FormatBool(res.Reused),
 	} {
 		if err := results.Set(k, v); err != nil {
 			return err
 		}
+	}
+	err = results.SetObject("BASE_IMAGE_ARTIFACT_INPUTS", map[string]string{"uri": base.Context().Name(), "digest": base.DigestStr()})
+	if err != nil {
+		return err
 	}
 	return results.Write()
 }

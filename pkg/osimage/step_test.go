@@ -36,7 +36,7 @@ func TestImageBuildStep(t *testing.T) {
 			t.Fatalf("%v\n%s", err, out.String())
 		}
 		got := map[string]string{}
-		for _, n := range []string{"IMAGE_URL", "IMAGE_DIGEST", "REUSED"} {
+		for _, n := range []string{"IMAGE_URL", "IMAGE_DIGEST", "REUSED", "BASE_IMAGE_ARTIFACT_INPUTS"} {
 			v, err := os.ReadFile(filepath.Join(results, n))
 			if err != nil {
 				t.Fatal(err)
@@ -46,8 +46,19 @@ func TestImageBuildStep(t *testing.T) {
 		return got
 	}
 	first := run()
-	if first["REUSED"] != "false" || first["IMAGE_URL"] != reg.Host+"/kiln/os@"+first["IMAGE_DIGEST"] {
+	// Chains' type hints: the repository in IMAGE_URL, the base as an
+	// {uri, digest} object for the provenance's materials.
+	if first["REUSED"] != "false" || first["IMAGE_URL"] != reg.Host+"/kiln/os" || !strings.HasPrefix(first["IMAGE_DIGEST"], "sha256:") {
 		t.Fatalf("results %v", first)
+	}
+	baseDesc, err := remote.Head(mustRef(t, reg.Host+"/base/os:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs map[string]string
+	if err := json.Unmarshal([]byte(first["BASE_IMAGE_ARTIFACT_INPUTS"]), &inputs); err != nil ||
+		inputs["uri"] != reg.Host+"/base/os" || inputs["digest"] != baseDesc.Digest.String() {
+		t.Errorf("BASE_IMAGE_ARTIFACT_INPUTS %s (%v), want uri %s/base/os and digest %s", first["BASE_IMAGE_ARTIFACT_INPUTS"], err, reg.Host, baseDesc.Digest)
 	}
 	second := run()
 	if second["REUSED"] != "true" || second["IMAGE_DIGEST"] != first["IMAGE_DIGEST"] {

@@ -17,11 +17,14 @@ import (
 // gets every status. The real stages are tested in their own packages;
 // TestRunBootImagesPipeline runs one for real through the executor.
 func TestRunNodeImagePipelineShape(t *testing.T) {
-	const image = "registry.local/os-worker@sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	// image-build's results in Chains' shape: the repository and the
+	// digest; the later stages get them joined by digest.
+	const repo, digest = "registry.local/os-worker", "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+	const image = repo + "@" + digest
 	stageResults, _ := json.Marshal(map[string]map[string]string{
 		"render": {"RENDERED_NAME": "rendered-worker-0123", "CONFIG_HASH": "sha256:ab", "BASE_IMAGE": "quay.io/base@sha256:00",
 			"HAS_KMOD": "false", "KMOD_BUILD": "false", "KMOD_SIGN": "false"},
-		"image-build": {"IMAGE_URL": image, "IMAGE_DIGEST": "sha256:1111", "REUSED": "false"},
+		"image-build": {"IMAGE_URL": repo, "IMAGE_DIGEST": digest, "REUSED": "false"},
 		"image-sign":  {"SIGNATURE_REF": "sig", "ATTESTATION_REF": "att"},
 		"verify":      {"VERIFIED": "true"},
 		"rollout":     {"ROLLOUT_STATE": "Done", "UPDATED_NODES": "3"},
@@ -81,7 +84,7 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 					t.Errorf("task %s = %s (%s), want %s", n, got, res.Task(n).Reason, want)
 				}
 			}
-			if tc.fail == "" && (res.Results["IMAGE_URL"] != image || res.Results["ROLLOUT_STATE"] != "Done") {
+			if tc.fail == "" && (res.Results["IMAGE_URL"] != repo || res.Results["ROLLOUT_STATE"] != "Done") {
 				t.Errorf("pipeline results %v", res.Results)
 			}
 			b, _ := os.ReadFile(trace)

@@ -19,7 +19,7 @@ type SignOptions struct {
 	step.Options
 	step.RegistryOptions
 	step.SigningOptions
-	// Image is image-build's IMAGE_URL.
+	// Image is the image by digest: image-build's IMAGE_URL@IMAGE_DIGEST.
 	Image string
 	RunID string
 	// PasswordFile, when it exists, holds the key password (the same Secret
@@ -37,7 +37,7 @@ func (o *SignOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Options.AddFlags(fs)
 	o.RegistryOptions.AddFlags(fs)
 	o.SigningOptions.AddFlags(fs)
-	fs.StringVar(&o.Image, "image", "", "image to sign, repository@sha256:… (image-build's IMAGE_URL)")
+	fs.StringVar(&o.Image, "image", "", "image to sign, repository@sha256:… (image-build's IMAGE_URL@IMAGE_DIGEST)")
 	fs.StringVar(&o.RunID, "run-id", os.Getenv("KILN_RUN_ID"), "id of this run (PipelineRun name), recorded in the provenance")
 	fs.StringVar(&o.PasswordFile, "key-password-file", "", "file holding the key password (e.g. cosign.password next to cosign.key); when absent, --key-password-env is used")
 	fs.BoolVar(&o.Keyless, "keyless", false, "sign with Fulcio/Rekor instead of --key")

@@ -50,7 +50,8 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	if err := build.Run(ctx, streams); err != nil {
 		t.Fatal(err)
 	}
-	image := readResult(t, results, "IMAGE_URL")
+	// The Pipeline passes image-build's IMAGE_URL@IMAGE_DIGEST.
+	image := readResult(t, results, "IMAGE_URL") + "@" + readResult(t, results, "IMAGE_DIGEST")
 
 	keys := newKeys(t, "kiln-secret-pass-7731")
 	keyDir := t.TempDir()

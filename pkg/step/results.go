@@ -54,6 +54,18 @@ func (r *Results) Set(name, value string) error {
 	return nil
 }
 
+// SetObject records an object result (a Task result of type object): Tekton
+// reads the file as one JSON object of string fields. Chains reads
+// *ARTIFACT_INPUTS results of this shape, {uri, digest}, as the provenance's
+// materials.
+func (r *Results) SetObject(name string, fields map[string]string) error {
+	b, err := json.Marshal(fields) // sorted keys: the same value every time
+	if err != nil {
+		return fmt.Errorf("setting result %q: %w", name, err)
+	}
+	return r.Set(name, string(b))
+}
+
 // Names lists the recorded results, sorted.
 func (r *Results) Names() []string {
 	names := make([]string, 0, len(r.values))

@@ -8,8 +8,37 @@ import (
 	"strings"
 	"testing"
 
+	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"github.com/tektoncd/pipeline/pkg/result"
 )
+
+// An object result is what Tekton parses as one: the file holds a JSON
+// object that Tekton's ResultValue decodes with type object.
+func TestResultsSetObject(t *testing.T) {
+	dir := t.TempDir()
+	r := NewResults(dir)
+	digest := "sha256:" + strings.Repeat("b", 64)
+	if err := r.SetObject("BASE_IMAGE_ARTIFACT_INPUTS", map[string]string{"uri": "quay.io/x/base", "digest": digest}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetObject("bad name!", nil); err == nil {
+		t.Error("SetObject accepted an invalid result name")
+	}
+	if err := r.Write(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "BASE_IMAGE_ARTIFACT_INPUTS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v tektonv1.ResultValue
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("Tekton cannot decode %s: %v", b, err)
+	}
+	if v.Type != tektonv1.ParamTypeObject || v.ObjectVal["uri"] != "quay.io/x/base" || v.ObjectVal["digest"] != digest {
+		t.Errorf("decoded %+v from %s, want an object with uri and digest", v, b)
+	}
+}
 
 func TestResultsWrite(t *testing.T) {
 	dir := t.TempDir()
