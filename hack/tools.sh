@@ -3,6 +3,8 @@
 #   - Debian packages (hack/packages.sh)
 #   - Kubernetes binaries built from k8s.io/kubernetes (hack/tools module)
 #   - Tekton Pipelines' commands built from tektoncd/pipeline (hack/tekton)
+#   - Tekton Chains' controller (hack/chains) and Triggers' controller and
+#     eventlistenersink (hack/triggers), each in its own module
 #   - controller-gen
 #   - the driver-toolkit stand-in image tarball for kmod tests (hack/dtk.sh)
 #   - the e2e's kiln-steps base with buildah (hack/stepsbase.sh)
@@ -50,6 +52,10 @@ for c in $components; do
 done
 for c in controller entrypoint nop sidecarlogresults workingdirinit; do
   build tekton "$cache/bin/tekton-$TEKTON_VERSION" "$TEKTON_VERSION" "-s -w" "github.com/tektoncd/pipeline/cmd/$c"
+done
+build chains "$cache/bin/chains-$CHAINS_VERSION" "$CHAINS_VERSION" "-s -w" "github.com/tektoncd/chains/cmd/controller"
+for c in controller eventlistenersink; do
+  build triggers "$cache/bin/triggers-$TRIGGERS_VERSION" "$TRIGGERS_VERSION" "-s -w" "github.com/tektoncd/triggers/cmd/$c"
 done
 # envtest looks for etcd next to kube-apiserver (KUBEBUILDER_ASSETS).
 mkdir -p "$k8sdir"

@@ -5,6 +5,11 @@ K8S_VERSION=v1.34.10
 # Tekton Pipelines for the real-Tekton e2e (hack/tekton builds its commands);
 # keep equal to the main module's github.com/tektoncd/pipeline.
 TEKTON_VERSION=v1.10.0
+# Tekton Chains and Triggers for the ecosystem e2e (hack/chains and
+# hack/triggers build them); keep equal to those modules' requirements.
+# Chains v0.25.0 and v0.27+ are refused by the module proxy.
+CHAINS_VERSION=v0.26.2
+TRIGGERS_VERSION=v0.35.0
 CONTROLLER_GEN_VERSION=v0.19.0
 # Driver-toolkit stand-in for kmod tests (hack/dtk.sh): bump when its recipe
 # changes; the tarball is also keyed by the host's kernel-headers version.

@@ -280,13 +280,22 @@ func LoadVerifier(path string) (signature.Verifier, error) {
 // `cosign verify --key --insecure-ignore-tlog` and `cosign
 // verify-attestation` make.
 func CosignVerify(ctx context.Context, r osimage.Remote, image string, v signature.Verifier) error {
+	_, err := VerifiedStatements(ctx, r, image, v)
+	return err
+}
+
+// VerifiedStatements makes CosignVerify's checks and returns the in-toto
+// statements of the attestations that verified with v, for checks of what
+// they claim (subjects, materials). Other signers' attestations on the same
+// image, such as Tekton Chains' next to kiln's, are left out.
+func VerifiedStatements(ctx context.Context, r osimage.Remote, image string, v signature.Verifier) ([]intoto.Statement, error) {
 	ref, err := r.ParseRef(image)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ropts, err := r.Options(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	co := &cosign.CheckOpts{
 		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(ropts...)},
@@ -294,11 +303,44 @@ func CosignVerify(ctx context.Context, r osimage.Remote, image string, v signatu
 		ClaimVerifier: cosign.SimpleClaimVerifier,
 	}
 	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, co); err != nil {
-		return fmt.Errorf("verifying the cosign signature of %s: %w", image, err)
+		return nil, fmt.Errorf("verifying the cosign signature of %s: %w", image, err)
 	}
 	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
-	if _, _, err := cosign.VerifyImageAttestations(ctx, ref, co); err != nil {
-		return fmt.Errorf("verifying the attestation of %s: %w", image, err)
+	atts, _, err := cosign.VerifyImageAttestations(ctx, ref, co)
+	if err != nil {
+		return nil, fmt.Errorf("verifying the attestation of %s: %w", image, err)
 	}
-	return nil
+	var out []intoto.Statement
+	for _, att := range atts {
+		st, err := statementOf(att)
+		if err != nil {
+			return nil, fmt.Errorf("reading an attestation of %s: %w", image, err)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// statementOf decodes a verified attestation: a DSSE envelope whose
+// payload is the in-toto statement.
+func statementOf(att interface{ Payload() ([]byte, error) }) (intoto.Statement, error) {
+	var st intoto.Statement
+	b, err := att.Payload()
+	if err != nil {
+		return st, err
+	}
+	var env struct {
+		Payload string `json:"payload"`
+	}
+	if err := json.Unmarshal(b, &env); err != nil {
+		return st, fmt.Errorf("decoding the DSSE envelope: %w", err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(env.Payload)
+	if err != nil {
+		return st, fmt.Errorf("decoding the DSSE payload: %w", err)
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return st, fmt.Errorf("decoding the in-toto statement: %w", err)
+	}
+	return st, nil
 }

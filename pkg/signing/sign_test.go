@@ -2,7 +2,6 @@ package signing
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
-	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/test/env"
@@ -78,21 +76,20 @@ func TestSignAndVerify(t *testing.T) {
 		t.Fatalf("cosign's verification refused our signature: %v", err)
 	}
 	// The attestation carries the inputs.
-	ref, _ := r.ParseRef(image)
-	atts, _, err := cosign.VerifyImageAttestations(ctx, ref, &cosign.CheckOpts{SigVerifier: v, IgnoreTlog: true, IgnoreSCT: true,
-		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions()}})
-	if err != nil || len(atts) != 1 {
-		t.Fatalf("attestations: %d, %v", len(atts), err)
+	stmts, err := VerifiedStatements(ctx, r, image, v)
+	if err != nil || len(stmts) != 1 {
+		t.Fatalf("attestations: %d, %v", len(stmts), err)
 	}
-	pl, _ := atts[0].Payload()
-	var env struct{ Payload string }
-	json.Unmarshal(pl, &env)
-	stmt, _ := base64.StdEncoding.DecodeString(env.Payload)
+	if d := stmts[0].Subject[0].Digest["sha256"]; "sha256:"+d != image[strings.LastIndex(image, "@")+1:] {
+		t.Errorf("statement subject digest %s, want the image %s", d, image)
+	}
+	stmt, _ := json.Marshal(stmts[0])
 	for _, want := range []string{"https://slsa.dev/provenance/v1", prov.RenderedHash[7:], "kiln-worker-abc", strings.Repeat("c", 64), strings.Repeat("d", 64)} {
 		if !strings.Contains(string(stmt), want) {
 			t.Errorf("statement lacks %q: %s", want, stmt)
 		}
 	}
+	ref, _ := r.ParseRef(image)
 	sigs, _, err := cosign.VerifyImageSignatures(ctx, ref, &cosign.CheckOpts{SigVerifier: v, IgnoreTlog: true, IgnoreSCT: true, ClaimVerifier: cosign.SimpleClaimVerifier})
 	if err != nil || len(sigs) != 1 {
 		t.Errorf("signatures after signing twice: %d (%v), want 1", len(sigs), err)

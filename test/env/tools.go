@@ -182,3 +182,21 @@ func DownloadedModuleDir(module, version string) (string, error) {
 	}
 	return dl.Dir, nil
 }
+
+// hackModuleDir returns the module cache folder of module@version, a
+// requirement of the tools module hack/<dir> (which `make tools` has
+// downloaded), for the release config it ships.
+func hackModuleDir(dir, module, version string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module+"@"+version)
+	cmd.Dir = filepath.Join(RepoRoot(), "hack", dir)
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating %s@%s (hack/%s) with go list: %w", module, version, dir, err)
+	}
+	d := strings.TrimSpace(string(out))
+	if d == "" {
+		return "", fmt.Errorf("module %s@%s is not downloaded: run `make tools`", module, version)
+	}
+	return d, nil
+}

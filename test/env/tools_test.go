@@ -6,8 +6,11 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/modfile"
 
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -37,6 +40,41 @@ func TestVersionsFile(t *testing.T) {
 	for _, k := range []string{"K8S_VERSION", "CONTROLLER_GEN_VERSION"} {
 		if !strings.HasPrefix(v[k], "v") {
 			t.Errorf("hack/versions.sh: %s = %q, want a version", k, v[k])
+		}
+	}
+}
+
+// The tools modules under hack/ build the versions hack/versions.sh names:
+// test/env reads the versions file to find the binaries and their config.
+func TestToolModulesMatchVersions(t *testing.T) {
+	v, err := env.Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []struct{ dir, module, key string }{
+		{"tekton", "github.com/tektoncd/pipeline", "TEKTON_VERSION"},
+		{"chains", "github.com/tektoncd/chains", "CHAINS_VERSION"},
+		{"triggers", "github.com/tektoncd/triggers", "TRIGGERS_VERSION"},
+	} {
+		b, err := os.ReadFile(filepath.Join(env.RepoRoot(), "hack", m.dir, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := modfile.ParseLax("go.mod", b, nil)
+		if err != nil {
+			t.Fatalf("hack/%s/go.mod: %v", m.dir, err)
+		}
+		found := false
+		for _, r := range f.Require {
+			if r.Mod.Path == m.module {
+				found = true
+				if r.Mod.Version != v[m.key] {
+					t.Errorf("hack/%s/go.mod requires %s %s; hack/versions.sh has %s=%s", m.dir, m.module, r.Mod.Version, m.key, v[m.key])
+				}
+			}
+		}
+		if !found {
+			t.Errorf("hack/%s/go.mod does not require %s", m.dir, m.module)
 		}
 	}
 }
