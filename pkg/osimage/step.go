@@ -133,7 +133,8 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 // IMAGE_URL is the repository and IMAGE_DIGEST the digest (Chains joins them
 // with "@"; a URL that is already a digest reference would make it skip the
 // image), and BASE_IMAGE_ARTIFACT_INPUTS, {uri, digest}, puts the base the
-// image was layered on into the provenance's materials.
+// image was layered on into the provenance's materials, named
+// oci://<repository> as Chains names its step images there.
 func writeBuildResults(results *step.Results, res *BuildResult) error {
 	image, err := name.NewDigest(res.Ref)
 	if err != nil {
@@ -150,7 +151,7 @@ func writeBuildResults(results *step.Results, res *BuildResult) error {
 			return err
 		}
 	}
-	err = results.SetObject("BASE_IMAGE_ARTIFACT_INPUTS", map[string]string{"uri": base.Context().Name(), "digest": base.DigestStr()})
+	err = results.SetObject("BASE_IMAGE_ARTIFACT_INPUTS", map[string]string{"uri": "oci://" + base.Context().Name(), "digest": base.DigestStr()})
 	if err != nil {
 		return err
 	}

@@ -57,8 +57,8 @@ func TestImageBuildStep(t *testing.T) {
 	}
 	var inputs map[string]string
 	if err := json.Unmarshal([]byte(first["BASE_IMAGE_ARTIFACT_INPUTS"]), &inputs); err != nil ||
-		inputs["uri"] != reg.Host+"/base/os" || inputs["digest"] != baseDesc.Digest.String() {
-		t.Errorf("BASE_IMAGE_ARTIFACT_INPUTS %s (%v), want uri %s/base/os and digest %s", first["BASE_IMAGE_ARTIFACT_INPUTS"], err, reg.Host, baseDesc.Digest)
+		inputs["uri"] != "oci://"+reg.Host+"/base/os" || inputs["digest"] != baseDesc.Digest.String() {
+		t.Errorf("BASE_IMAGE_ARTIFACT_INPUTS %s (%v), want uri oci://%s/base/os and digest %s", first["BASE_IMAGE_ARTIFACT_INPUTS"], err, reg.Host, baseDesc.Digest)
 	}
 	second := run()
 	if second["REUSED"] != "true" || second["IMAGE_DIGEST"] != first["IMAGE_DIGEST"] {

@@ -321,6 +321,37 @@ func VerifiedStatements(ctx context.Context, r osimage.Remote, image string, v s
 	return out, nil
 }
 
+// StatementInputs maps the inputs a provenance statement records, URI to
+// "alg:hex" digest: SLSA v0.2's materials (Tekton Chains' in-toto format)
+// and SLSA v1's resolvedDependencies (kiln's own attestation, Chains'
+// slsa/v2alpha* formats). Images are named oci://<repository>.
+func StatementInputs(st intoto.Statement) map[string]string {
+	b, err := json.Marshal(st.Predicate)
+	if err != nil {
+		return nil
+	}
+	type input struct {
+		URI    string            `json:"uri"`
+		Digest map[string]string `json:"digest"`
+	}
+	var p struct {
+		Materials       []input `json:"materials"`
+		BuildDefinition struct {
+			ResolvedDependencies []input `json:"resolvedDependencies"`
+		} `json:"buildDefinition"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, in := range append(p.Materials, p.BuildDefinition.ResolvedDependencies...) {
+		for alg, hex := range in.Digest {
+			out[in.URI] = alg + ":" + hex
+		}
+	}
+	return out
+}
+
 // statementOf decodes a verified attestation: a DSSE envelope whose
 // payload is the in-toto statement.
 func statementOf(att interface{ Payload() ([]byte, error) }) (intoto.Statement, error) {

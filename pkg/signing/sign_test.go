@@ -83,6 +83,9 @@ func TestSignAndVerify(t *testing.T) {
 	if d := stmts[0].Subject[0].Digest["sha256"]; "sha256:"+d != image[strings.LastIndex(image, "@")+1:] {
 		t.Errorf("statement subject digest %s, want the image %s", d, image)
 	}
+	if got := StatementInputs(stmts[0])["oci://"+reg.Host+"/base/os"]; got != "sha256:"+strings.Repeat("c", 64) {
+		t.Errorf("StatementInputs: base %q, want the provenance's base image digest", got)
+	}
 	stmt, _ := json.Marshal(stmts[0])
 	for _, want := range []string{"https://slsa.dev/provenance/v1", prov.RenderedHash[7:], "kiln-worker-abc", strings.Repeat("c", 64), strings.Repeat("d", 64)} {
 		if !strings.Contains(string(stmt), want) {

@@ -47,6 +47,7 @@ type cluster struct {
 	kube     *env.Kube
 	node     *env.Node
 	reg      *env.Registry
+	chains   *env.Chains
 	c        client.Client
 	hostIP   string
 	keys     trigger.LocalKeys
@@ -71,6 +72,9 @@ func startCluster(t *testing.T) *cluster {
 	c.c = c.kube.Client
 	c.node = env.StartNode(t, c.kube, env.NodeOptions{})
 	env.StartTekton(t, c.kube, c.node)
+	// Chains as a user configures it (README "Supply chain"): it signs and
+	// attests what the TaskRuns' results name, with its own key.
+	c.chains = env.StartChains(t, c.kube, env.ChainsOptions{Config: env.ChainsConfig()})
 	c.node.HostPathPVs(t, 24, storageClass, "2Gi")
 
 	stepsTar, stepsRef := env.StepsImage(t)

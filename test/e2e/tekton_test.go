@@ -162,8 +162,8 @@ func (c *cluster) poll(ctx context.Context, timeout time.Duration, what string, 
 }
 
 // assertRun checks a succeeded node-image run against the cluster and the
-// registry: its TaskRuns, its results, the signature, and the pool's
-// osImageURL MachineConfig, rolled out by mcosim.
+// registry: its TaskRuns, its results, kiln's signature and Chains', and
+// the pool's osImageURL MachineConfig, rolled out by mcosim.
 func (c *cluster) assertRun(ctx context.Context, r *pipelinev1.PipelineRun) {
 	c.t.Helper()
 	pool := r.Labels[trigger.LabelPool]
@@ -188,6 +188,7 @@ func (c *cluster) assertRun(ctx context.Context, r *pipelinev1.PipelineRun) {
 	if err := signing.CosignVerify(ctx, osimage.Remote{Insecure: []string{c.reg.Host}}, image, v); err != nil {
 		c.t.Errorf("run %s: verifying %s with the cosign public key: %v", r.Name, image, err)
 	}
+	c.assertChains(ctx, r)
 	mc := &mcfgv1.MachineConfig{}
 	if err := c.c.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(pool)}, mc); err != nil {
 		c.t.Errorf("run %s: kiln's MachineConfig: %v", r.Name, err)

@@ -2,7 +2,6 @@ package env_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,8 +53,8 @@ func TestChainsSignsTaskRun(t *testing.T) {
 	if len(stmts) != 1 || stmts[0].Subject[0].Digest["sha256"] != image.DigestStr()[len("sha256:"):] {
 		t.Fatalf("Chains' statements %+v, want one with subject %s", stmts, image)
 	}
-	mats := materials(t, stmts[0].Predicate)
-	if mats[base.Context().Name()] != base.DigestStr() {
+	mats := signing.StatementInputs(stmts[0])
+	if mats["oci://"+base.Context().Name()] != base.DigestStr() {
 		t.Errorf("provenance materials %v lack the base %s", mats, base)
 	}
 }
@@ -87,17 +87,24 @@ func finishedTaskRun(t *testing.T, k *env.Kube, ns string, image, base name.Dige
 	if err := k.Client.Create(ctx, tr); err != nil {
 		t.Fatal(err)
 	}
-	now := metav1.Now()
-	tr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
-	tr.Status.StartTime, tr.Status.CompletionTime = &now, &now
-	tr.Status.TaskSpec = spec
-	tr.Status.Results = []tektonv1.TaskRunResult{
-		{Name: "IMAGE_URL", Type: tektonv1.ResultsTypeString, Value: *tektonv1.NewStructuredValues(image.Context().Name())},
-		{Name: "IMAGE_DIGEST", Type: tektonv1.ResultsTypeString, Value: *tektonv1.NewStructuredValues(image.DigestStr())},
-		{Name: "BASE_IMAGE_ARTIFACT_INPUTS", Type: tektonv1.ResultsTypeObject,
-			Value: *tektonv1.NewObject(map[string]string{"uri": base.Context().Name(), "digest": base.DigestStr()})},
-	}
-	if err := k.Client.Status().Update(ctx, tr); err != nil {
+	// Chains may add its finalizer between the create and this write.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k.Client.Get(ctx, client.ObjectKeyFromObject(tr), tr); err != nil {
+			return err
+		}
+		now := metav1.Now()
+		tr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue, Reason: "Succeeded"})
+		tr.Status.StartTime, tr.Status.CompletionTime = &now, &now
+		tr.Status.TaskSpec = spec
+		tr.Status.Results = []tektonv1.TaskRunResult{
+			{Name: "IMAGE_URL", Type: tektonv1.ResultsTypeString, Value: *tektonv1.NewStructuredValues(image.Context().Name())},
+			{Name: "IMAGE_DIGEST", Type: tektonv1.ResultsTypeString, Value: *tektonv1.NewStructuredValues(image.DigestStr())},
+			{Name: "BASE_IMAGE_ARTIFACT_INPUTS", Type: tektonv1.ResultsTypeObject,
+				Value: *tektonv1.NewObject(map[string]string{"uri": "oci://" + base.Context().Name(), "digest": base.DigestStr()})},
+		}
+		return k.Client.Status().Update(ctx, tr)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return tr
@@ -122,26 +129,4 @@ func waitSigned(t *testing.T, k *env.Kube, tr *tektonv1.TaskRun, ch *env.Chains)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// materials maps a SLSA v0.2 predicate's materials, uri to digest.
-func materials(t *testing.T, predicate any) map[string]string {
-	t.Helper()
-	b, _ := json.Marshal(predicate)
-	var p struct {
-		Materials []struct {
-			URI    string            `json:"uri"`
-			Digest map[string]string `json:"digest"`
-		} `json:"materials"`
-	}
-	if err := json.Unmarshal(b, &p); err != nil {
-		t.Fatalf("decoding the predicate: %v", err)
-	}
-	out := map[string]string{}
-	for _, m := range p.Materials {
-		for alg, d := range m.Digest {
-			out[m.URI] = alg + ":" + d
-		}
-	}
-	return out
 }
