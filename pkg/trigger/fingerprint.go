@@ -37,6 +37,9 @@ const (
 	TriggerPayload       = "payload"
 	TriggerModuleDay0    = "moduleday0"
 	TriggerManual        = "manual"
+	// TriggerGitOps marks runs a Git push started, through the
+	// config/samples EventListener or Pipelines-as-Code, not the trigger.
+	TriggerGitOps = "gitops"
 )
 
 // reason maps a changed part to the kiln.dev/trigger value. A new pipeline

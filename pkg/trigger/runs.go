@@ -17,6 +17,8 @@ const (
 	LabelPool        = "kiln.dev/pool"
 	LabelFingerprint = "kiln.dev/fingerprint"
 	LabelTrigger     = "kiln.dev/trigger"
+	// LabelGitRevision is the commit a GitOps run builds (config/samples).
+	LabelGitRevision = "kiln.dev/git-revision"
 	// LabelPipeline tells node-image runs from standalone bootimages runs.
 	LabelPipeline = "kiln.dev/pipeline"
 	// LabelManagedBy selects the trigger's runs for its cache.

@@ -31,7 +31,9 @@ var wavePools = []string{"worker", "master", "infra"}
 // in a real pod on a real kubelet; images are pushed, signed and
 // verified; mcosim rolls the pools out; the worker run patches the
 // MachineSets. Then one MachineConfig edit makes exactly one run, and a
-// payload change makes a run for every pool, in wave order.
+// payload change makes a run for every pool, in wave order. Tekton Chains
+// signs and attests every image. Last, a Git push through Tekton Triggers
+// makes one GitOps run (testGitOpsPush).
 func TestRealTekton(t *testing.T) {
 	c := startCluster(t)
 	ctx := t.Context()
@@ -62,6 +64,9 @@ func TestRealTekton(t *testing.T) {
 	}
 	c.settle()
 	c.assertRunCount(ctx, map[string]int{"worker": 2, "master": 3, "infra": 2})
+
+	// 4. A Git push to the GitOps repository, through Tekton Triggers.
+	c.testGitOpsPush(ctx)
 	c.printRuns(ctx)
 }
 
@@ -199,10 +204,11 @@ func (c *cluster) assertRun(ctx context.Context, r *pipelinev1.PipelineRun) {
 }
 
 // assertTaskRuns: every task ran in a pod that succeeded, except the kmod
-// tasks on pools without a ModuleDay0, which Tekton skips by their when.
-func (c *cluster) assertTaskRuns(ctx context.Context, r *pipelinev1.PipelineRun, pool string) {
+// tasks on pools without a ModuleDay0, which Tekton skips by their when;
+// extra names the tasks a pipeline has before kiln's stages.
+func (c *cluster) assertTaskRuns(ctx context.Context, r *pipelinev1.PipelineRun, pool string, extra ...string) {
 	c.t.Helper()
-	want := []string{"render", "image-build", "image-sign", "verify", "rollout", "report"}
+	want := append([]string{"render", "image-build", "image-sign", "verify", "rollout", "report"}, extra...)
 	if pool == "infra" {
 		want = append(want, "kmod-build", "kmod-sign")
 	}

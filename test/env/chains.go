@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -136,13 +135,7 @@ func startChains(t testing.TB, k *Kube, o ChainsOptions) (*Chains, error) {
 	})
 	// sharedmain logs this once the informers synced and the TaskRun and
 	// PipelineRun reconcilers are about to start.
-	err = waitFor(p, 60*time.Second, func() error {
-		b, _ := os.ReadFile(p.log)
-		if !strings.Contains(string(b), "Starting controllers") {
-			return fmt.Errorf("controllers not started")
-		}
-		return nil
-	})
+	err = waitFor(p, 60*time.Second, func() error { return logHas(p, "Starting controllers") })
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,7 @@ func secureConfig(dir, addr string, o RegistryOptions) (string, *x509.CertPool, 
 	var cfg strings.Builder
 	var pool *x509.CertPool
 	if o.TLS {
-		certPEM, keyPEM, err := selfSigned(addr)
+		certPEM, keyPEM, err := SelfSigned(addr)
 		if err != nil {
 			return "", nil, fmt.Errorf("creating registry certificate: %w", err)
 		}
@@ -66,7 +66,9 @@ func secureConfig(dir, addr string, o RegistryOptions) (string, *x509.CertPool, 
 	return cfg.String(), pool, nil
 }
 
-func selfSigned(addr string) (certPEM, keyPEM []byte, err error) {
+// SelfSigned makes a self-signed CA certificate that also serves addr (an
+// IP) and localhost, for test TLS servers: its PEM is their clients' CA.
+func SelfSigned(addr string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err

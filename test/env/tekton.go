@@ -3,7 +3,6 @@ package env
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -96,17 +95,7 @@ func startTekton(t testing.TB, k *Kube, node *Node) error {
 		}
 	})
 	ready := fmt.Sprintf("http://127.0.0.1:%d/readiness", ports["PROBES_PORT"])
-	return waitFor(p, 60*time.Second, func() error {
-		resp, err := http.Get(ready)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("%s: %s", ready, resp.Status)
-		}
-		return nil
-	})
+	return waitFor(p, 60*time.Second, func() error { return httpOK(ready) })
 }
 
 // tektonConfig creates Tekton's namespace and every ConfigMap of its

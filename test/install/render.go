@@ -7,14 +7,18 @@ package install
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -95,4 +99,30 @@ func Apply(ctx context.Context, c client.Client, objs []*unstructured.Unstructur
 		}
 	}
 	return nil
+}
+
+// ReadObjects decodes a multi-document YAML file, such as a sample under
+// config/samples, strictly (duplicate keys fail) into unstructured objects
+// with apiVersion, kind and name.
+func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		m := map[string]any{}
+		if err := yaml.UnmarshalStrict([]byte(doc), &m); err != nil {
+			return nil, fmt.Errorf("%s document %d: %w", path, i, err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("%s document %d: apiVersion, kind and metadata.name are required", path, i)
+		}
+		out = append(out, u)
+	}
+	return out, nil
 }

@@ -175,30 +175,14 @@ func TestPipelinesAsCodeSample(t *testing.T) {
 	}
 }
 
-// readObjects decodes a multi-document YAML file strictly (duplicate keys
-// fail) into unstructured objects with apiVersion, kind and name.
+// readObjects is ReadObjects, failing t on error.
 func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	objs, err := ReadObjects(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []*unstructured.Unstructured
-	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
-		if strings.TrimSpace(doc) == "" {
-			continue
-		}
-		m := map[string]any{}
-		if err := yaml.UnmarshalStrict([]byte(doc), &m); err != nil {
-			t.Fatalf("%s document %d: %v", path, i, err)
-		}
-		u := &unstructured.Unstructured{Object: m}
-		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
-			t.Fatalf("%s document %d: apiVersion, kind and metadata.name are required", path, i)
-		}
-		out = append(out, u)
-	}
-	return out
+	return objs
 }
 
 func str(t *testing.T, o map[string]any, fields ...string) string {
