@@ -171,7 +171,7 @@ func (c *cluster) githubInterceptor(ctx context.Context, g *gitOps) {
 	ci := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "triggers.tekton.dev/v1alpha1", "kind": "ClusterInterceptor",
 		"metadata": map[string]any{"name": "github", "labels": map[string]any{"server/type": "https"}},
-		"spec": map[string]any{"clientConfig": map[string]any{"url": "https://" + addr + "/github", "caBundle": base64.StdEncoding.EncodeToString(certPEM)}},
+		"spec":     map[string]any{"clientConfig": map[string]any{"url": "https://" + addr + "/github", "caBundle": base64.StdEncoding.EncodeToString(certPEM)}},
 	}}
 	if err := c.c.Create(ctx, ci); err != nil {
 		c.t.Fatalf("creating ClusterInterceptor github: %v", err)

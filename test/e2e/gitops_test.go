@@ -189,7 +189,7 @@ func (g *gitOps) sign(body []byte) string {
 func (g *gitOps) pushPayload() []byte {
 	b, _ := json.Marshal(map[string]any{
 		"ref": "refs/heads/main", "before": g.before, "after": g.after,
-		"repository": map[string]any{"full_name": "example/gitops", "clone_url": g.cloneURL, "default_branch": "main"},
+		"repository":  map[string]any{"full_name": "example/gitops", "clone_url": g.cloneURL, "default_branch": "main"},
 		"head_commit": map[string]any{"id": g.after, "message": "worker: NTP server " + ntpAfter, "modified": []string{g.changed}},
 		"commits":     []any{map[string]any{"id": g.after, "modified": []string{g.changed}}},
 	})
