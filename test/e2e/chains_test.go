@@ -42,7 +42,7 @@ func (c *cluster) assertChainsImage(ctx context.Context, tr *pipelinev1.TaskRun,
 	signed := c.waitChainsSigned(ctx, tr)
 	stmts, err := signing.VerifiedStatements(ctx, osimage.Remote{Insecure: []string{c.reg.Host}}, image, c.chains.Verifier)
 	if err != nil {
-		c.t.Errorf("TaskRun %s: Chains' signature of %s: %v\nChains log:\n%s", tr.Name, image, err, tail(c.chains.Log(), 3000))
+		c.t.Errorf("TaskRun %s: Chains' signature of %s: %v\nChains' errors:\n%s", tr.Name, image, err, c.chains.Errors(tr.Name))
 		return
 	}
 	digest := image[strings.LastIndex(image, "@")+1:]
@@ -74,7 +74,7 @@ func (c *cluster) waitChainsSigned(ctx context.Context, tr *pipelinev1.TaskRun) 
 		}
 		v, ok := got.Annotations[env.ChainsSignedAnnotation]
 		if ok && v != "true" {
-			c.t.Fatalf("TaskRun %s: %s=%q\nChains log:\n%s", tr.Name, env.ChainsSignedAnnotation, v, tail(c.chains.Log(), 3000))
+			c.t.Fatalf("TaskRun %s: %s=%q\nChains' errors:\n%s", tr.Name, env.ChainsSignedAnnotation, v, c.chains.Errors(tr.Name))
 		}
 		return ok
 	})
@@ -105,11 +105,4 @@ func (c *cluster) taskRuns(ctx context.Context, r *pipelinev1.PipelineRun) map[s
 		out[ref.PipelineTaskName] = rt
 	}
 	return out
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return "…" + s[len(s)-n:]
-	}
-	return s
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,18 @@ type Chains struct {
 func (c *Chains) Log() string {
 	b, _ := os.ReadFile(c.proc.log)
 	return string(b)
+}
+
+// Errors returns the controller's error lines that mention key (a
+// TaskRun's name, say), each cut to 2000 bytes, for failure messages.
+func (c *Chains) Errors(key string) string {
+	var out []string
+	for _, line := range strings.Split(c.Log(), "\n") {
+		if strings.Contains(line, `"level":"error"`) && strings.Contains(line, key) {
+			out = append(out, line[:min(len(line), 2000)])
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // StartChains runs Tekton Chains' controller (hack/versions.sh's

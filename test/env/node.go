@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -276,11 +278,29 @@ func (n *Node) ImportImage(t testing.TB, tarPath string) {
 }
 
 func (n *Node) importImage(tarPath string) error {
-	if _, err := n.ctr("images", "import", "--no-unpack=false", tarPath); err != nil {
+	out, err := n.ctr("images", "import", "--no-unpack=false", tarPath)
+	if err != nil {
 		return fmt.Errorf("importing %s: %w", tarPath, err)
+	}
+	// A pulled image also has a repo digest, which the kubelet reports
+	// as the containers' imageID (repo@sha256:…); Tekton Chains records
+	// the step images from it. An imported one has only its tag, so it is
+	// given its digest reference too.
+	for _, m := range importedRe.FindAllStringSubmatch(out, -1) {
+		ref, err := name.NewTag(m[1])
+		if err != nil {
+			return fmt.Errorf("importing %s: image %q: %w", tarPath, m[1], err)
+		}
+		digested := ref.Context().Name() + "@" + m[2]
+		if _, err := n.ctr("images", "tag", "--force", ref.Name(), digested); err != nil {
+			return fmt.Errorf("importing %s: %w", tarPath, err)
+		}
 	}
 	return nil
 }
+
+// importedRe matches ctr's "unpacking <name> (sha256:…)" lines.
+var importedRe = regexp.MustCompile(`unpacking (\S+) \((sha256:[0-9a-f]{64})\)`)
 
 func (n *Node) startControllers(kubeconfig string) error {
 	ports := make([]int, 2)

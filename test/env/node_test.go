@@ -80,6 +80,11 @@ exec 3<>/dev/tcp/` + host + `/` + port + ` && echo reachable | tr -d '\n' > $(re
 	if tr.Status.PodName == "" {
 		t.Fatal("no pod recorded")
 	}
+	// As for a pulled image, the step's imageID is a repo digest: Tekton
+	// Chains records the step images from it.
+	if len(tr.Status.Steps) != 1 || !strings.HasPrefix(tr.Status.Steps[0].ImageID, "kiln.local/kiln-steps@sha256:") {
+		t.Errorf("step statuses %+v, want the imageID kiln.local/kiln-steps@sha256:…", tr.Status.Steps)
+	}
 	pod := &corev1.Pod{}
 	if err := kube.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: tr.Status.PodName}, pod); err != nil {
 		t.Fatal(err)
