@@ -18,6 +18,7 @@ import (
 	slsa1 "github.com/in-toto/in-toto-golang/in_toto/slsa_provenance/v1"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	"github.com/sigstore/cosign/v2/pkg/oci"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/cosign/v2/pkg/oci/static"
@@ -91,71 +92,18 @@ func Sign(ctx context.Context, r osimage.Remote, in SignInput) (*SignResult, err
 		return nil, err
 	}
 	oopts := []ociremote.Option{ociremote.WithRemoteOptions(ropts...)}
-	dd := cremote.NewDupeDetector(sv)
-
-	se, err := ociremote.SignedEntity(digest, oopts...)
-	if err != nil {
-		return nil, osimage.Classify(err, "reading image to sign", in.Image)
-	}
-	payload, err := (&sigpayload.Cosign{Image: digest}).MarshalJSON()
+	sig, err := signatureFor(ctx, digest, sv, kl)
 	if err != nil {
 		return nil, fmt.Errorf("signing %s: %w", in.Image, err)
 	}
-	raw, err := sv.SignMessage(bytes.NewReader(payload))
-	if err != nil {
-		return nil, fmt.Errorf("signing %s: %w", in.Image, err)
-	}
-	var sigOpts []static.Option
-	if kl != nil {
-		if sigOpts, err = kl.signatureOptions(ctx, payload, raw); err != nil {
-			return nil, fmt.Errorf("signing %s: %w", in.Image, err)
-		}
-	}
-	sig, err := static.NewSignature(payload, base64.StdEncoding.EncodeToString(raw), sigOpts...)
-	if err != nil {
-		return nil, err
-	}
-	if se, err = mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd)); err != nil {
-		return nil, fmt.Errorf("attaching signature to %s: %w", in.Image, err)
-	}
-
-	stmt, err := statement(digest, in.Provenance)
-	if err != nil {
-		return nil, err
-	}
-	envelope, err := dsse.WrapSigner(sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(stmt))
+	att, err := attestationFor(ctx, digest, sv, kl, in.Provenance)
 	if err != nil {
 		return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
 	}
-	attOpts := []static.Option{
-		static.WithLayerMediaType(ctypes.DssePayloadType),
-		static.WithAnnotations(map[string]string{"predicateType": slsa1.PredicateSLSAProvenance}),
+	if err := publish(digest, sv, sig, att, oopts); err != nil {
+		return nil, osimage.Classify(err, "publishing the signature of", in.Image)
 	}
-	if kl != nil {
-		more, err := kl.attestationOptions(ctx, envelope)
-		if err != nil {
-			return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
-		}
-		attOpts = append(attOpts, more...)
-	}
-	att, err := static.NewAttestation(envelope, attOpts...)
-	if err != nil {
-		return nil, err
-	}
-	// Like `cosign attest --replace`: a new run's provenance replaces the
-	// old one of the same predicate type instead of piling up.
-	replace := mutate.WithReplaceOp(cremote.NewReplaceOp(slsa1.PredicateSLSAProvenance))
-	if se, err = mutate.AttachAttestationToEntity(se, att, mutate.WithDupeDetector(dd), replace); err != nil {
-		return nil, fmt.Errorf("attaching attestation to %s: %w", in.Image, err)
-	}
-
 	repo := digest.Context()
-	if err := ociremote.WriteSignatures(repo, se, oopts...); err != nil {
-		return nil, osimage.Classify(err, "pushing signature of", in.Image)
-	}
-	if err := ociremote.WriteAttestations(repo, se, oopts...); err != nil {
-		return nil, osimage.Classify(err, "pushing attestation of", in.Image)
-	}
 	res := &SignResult{}
 	for _, x := range []struct {
 		suffix string
@@ -169,6 +117,125 @@ func Sign(ctx context.Context, r osimage.Remote, in SignInput) (*SignResult, err
 		*x.into = repo.Digest(d.Digest.String()).String()
 	}
 	return res, nil
+}
+
+// signatureFor signs the image's cosign payload.
+func signatureFor(ctx context.Context, digest name.Digest, sv signature.SignerVerifier, kl *keylessSigner) (oci.Signature, error) {
+	payload, err := (&sigpayload.Cosign{Image: digest}).MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := sv.SignMessage(bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	var opts []static.Option
+	if kl != nil {
+		if opts, err = kl.signatureOptions(ctx, payload, raw); err != nil {
+			return nil, err
+		}
+	}
+	return static.NewSignature(payload, base64.StdEncoding.EncodeToString(raw), opts...)
+}
+
+// attestationFor makes the DSSE-signed in-toto provenance attestation.
+func attestationFor(ctx context.Context, digest name.Digest, sv signature.SignerVerifier, kl *keylessSigner, p Provenance) (oci.Signature, error) {
+	stmt, err := statement(digest, p)
+	if err != nil {
+		return nil, err
+	}
+	envelope, err := dsse.WrapSigner(sv, ctypes.IntotoPayloadType).SignMessage(bytes.NewReader(stmt))
+	if err != nil {
+		return nil, err
+	}
+	opts := []static.Option{
+		static.WithLayerMediaType(ctypes.DssePayloadType),
+		static.WithAnnotations(map[string]string{"predicateType": slsa1.PredicateSLSAProvenance}),
+	}
+	if kl != nil {
+		more, err := kl.attestationOptions(ctx, envelope)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, more...)
+	}
+	return static.NewAttestation(envelope, opts...)
+}
+
+// publishAttempts bounds publish's retries.
+const publishAttempts = 3
+
+// publish attaches sig and att to what the registry holds now, writes the
+// .sig and .att tags, and reads them back. cosign's layout is a
+// read-modify-write with no lock, so another signer writing the same tags
+// at that moment (Tekton Chains signs image-build's image as image-sign
+// starts) can drop ours; a dropped one is attached again to the fresh
+// state. Reading just before writing keeps the window in which we could
+// drop theirs to one round trip.
+func publish(digest name.Digest, sv signature.Verifier, sig, att oci.Signature, oopts []ociremote.Option) error {
+	dd := cremote.NewDupeDetector(sv)
+	// Like `cosign attest --replace`: a new run's provenance replaces the
+	// old one of the same predicate type instead of piling up.
+	replace := mutate.WithReplaceOp(cremote.NewReplaceOp(slsa1.PredicateSLSAProvenance))
+	for attempt := 1; ; attempt++ {
+		se, err := ociremote.SignedEntity(digest, oopts...)
+		if err != nil {
+			return err
+		}
+		if se, err = mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd)); err != nil {
+			return err
+		}
+		if se, err = mutate.AttachAttestationToEntity(se, att, mutate.WithDupeDetector(dd), replace); err != nil {
+			return err
+		}
+		if err := ociremote.WriteSignatures(digest.Context(), se, oopts...); err != nil {
+			return err
+		}
+		if err := ociremote.WriteAttestations(digest.Context(), se, oopts...); err != nil {
+			return err
+		}
+		ok, err := published(digest, dd, sig, att, oopts)
+		if err != nil || ok {
+			return err
+		}
+		if attempt == publishAttempts {
+			return fmt.Errorf("another writer replaced the .sig or .att tag %d times", attempt)
+		}
+	}
+}
+
+// published reports whether the registry's .sig holds sig (or an equal
+// one from an earlier run, the dupe detector's test) and its .att holds att.
+func published(digest name.Digest, dd mutate.DupeDetector, sig, att oci.Signature, oopts []ociremote.Option) (bool, error) {
+	se, err := ociremote.SignedEntity(digest, oopts...)
+	if err != nil {
+		return false, err
+	}
+	sigs, err := se.Signatures()
+	if err != nil {
+		return false, err
+	}
+	atts, err := se.Attestations()
+	if err != nil {
+		return false, err
+	}
+	if found, err := dd.Find(sigs, sig); err != nil || found == nil {
+		return false, err
+	}
+	// An attestation's signature is inside its DSSE envelope, which the
+	// dupe detector does not open; the envelope (the layer) is ours alone.
+	want, err := att.Digest()
+	if err != nil {
+		return false, err
+	}
+	list, err := atts.Get()
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(list, func(a oci.Signature) bool {
+		d, err := a.Digest()
+		return err == nil && d == want
+	}), nil
 }
 
 // signerFor returns the key-based signer, or an ephemeral key certified by

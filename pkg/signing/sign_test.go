@@ -12,6 +12,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
+	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
+	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/test/env"
@@ -133,5 +136,49 @@ func TestSignRefusals(t *testing.T) {
 	_, err := Sign(ctx, r, SignInput{Image: image, Keyless: &KeylessOptions{FulcioURL: "a", RekorURL: "b", IDTokenPath: "/nonexistent/token"}})
 	if err == nil || !strings.Contains(err.Error(), "keyless: reading the identity token") {
 		t.Errorf("keyless without a token: %v", err)
+	}
+}
+
+// Two signers share the .sig and .att tags, and cosign's layout is a
+// read-modify-write with no lock: a writer that read before kiln wrote can
+// drop kiln's signature (Tekton Chains signs image-build's image as
+// image-sign starts). published sees the loss, and signing again restores
+// kiln's signature on top of the other's, which stays.
+func TestSignSurvivesAnotherWriter(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	ctx := context.Background()
+	r := osimage.Remote{Insecure: []string{reg.Host}}
+	image := pushImage(t, reg.Host, "kiln/os:v1")
+	kiln, other := newKeys(t, "pw"), newKeys(t, "pw2")
+	sign := func(k keyPair) {
+		t.Helper()
+		if _, err := Sign(ctx, r, SignInput{Image: image, Key: k.priv, Password: k.pass, Provenance: Provenance{Pool: "worker"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sign(other)
+	digest, _ := name.NewDigest(image, name.Insecure)
+	stale, err := ociremote.SignedEntity(digest) // what the other writer read
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign(kiln)
+	if err := ociremote.WriteSignatures(digest.Context(), stale); err != nil { // its late write
+		t.Fatal(err)
+	}
+	kv, _ := LoadVerifier(kiln.pubPath)
+	ov, _ := LoadVerifier(other.pubPath)
+	sv, _ := cosign.LoadPrivateKey(kiln.priv, kiln.pass, nil)
+	sig, _ := signatureFor(ctx, digest, sv, nil)
+	att, _ := attestationFor(ctx, digest, sv, nil, Provenance{Pool: "worker"})
+	if ok, err := published(digest, cremote.NewDupeDetector(kv), sig, att, nil); err != nil || ok {
+		t.Fatalf("published after the other writer dropped kiln's signature: %v, %v; want false", ok, err)
+	}
+	sign(kiln)
+	for name, v := range map[string]signature.Verifier{"kiln's": kv, "the other signer's": ov} {
+		if _, _, err := cosign.VerifyImageSignatures(ctx, digest, &cosign.CheckOpts{SigVerifier: v, IgnoreTlog: true, IgnoreSCT: true,
+			ClaimVerifier: cosign.SimpleClaimVerifier}); err != nil {
+			t.Errorf("%s signature after kiln signed again: %v", name, err)
+		}
 	}
 }
