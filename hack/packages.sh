@@ -21,6 +21,7 @@ PACKAGES=(
   containerd          # the real-Tekton e2e's node: CRI runtime for its kubelet
   containernetworking-plugins # its pod network (bridge + host-local)
   iptables            # the kubelet expects it on PATH
+  iproute2            # ip: the node's bridge cleanup, the e2e registry's private address
   gcc
   make
 )

@@ -67,7 +67,9 @@ func startCluster(t *testing.T) *cluster {
 	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	ctx := t.Context()
 	c := &cluster{t: t, hostIP: env.HostIP(t)}
-	c.reg = env.StartRegistry(t, env.RegistryOptions{Addr: c.hostIP})
+	// On a private address of this host, which pods reach and which
+	// Chains reads over plain HTTP (env.PrivateHostIP).
+	c.reg = env.StartRegistry(t, env.RegistryOptions{Addr: env.PrivateHostIP(t)})
 	c.kube = env.StartKubeWith(t, env.KubeOptions{Address: c.hostIP})
 	c.c = c.kube.Client
 	c.node = env.StartNode(t, c.kube, env.NodeOptions{})

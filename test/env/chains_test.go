@@ -27,7 +27,8 @@ import (
 // done TaskRun whoever ran it (test/e2e runs real ones).
 func TestChainsSignsTaskRun(t *testing.T) {
 	k := env.StartKube(t)
-	reg := env.StartRegistry(t, env.RegistryOptions{})
+	// Not on localhost: on the private address the e2e's registry has.
+	reg := env.StartRegistry(t, env.RegistryOptions{Addr: env.PrivateHostIP(t)})
 	ch := env.StartChains(t, k, env.ChainsOptions{Config: env.ChainsConfig()})
 	ctx := t.Context()
 

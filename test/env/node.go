@@ -97,6 +97,25 @@ func StartNode(t testing.TB, k *Kube, o NodeOptions) *Node {
 	return n
 }
 
+// PrivateHostIP adds an address in a private (RFC 1918) range, unique to
+// this test process, to the host's loopback for the test, and returns it.
+// Pods reach it as they reach HostIP, through their gateway. A registry on
+// it is spoken to over plain HTTP by go-containerregistry's clients with
+// no setting, as on localhost: Tekton Chains reads the images it signs
+// that way and has no insecure-registry setting for them (its
+// storage.oci.repository.insecure covers only where it writes).
+func PrivateHostIP(t testing.TB) string {
+	t.Helper()
+	pid := os.Getpid()
+	ip := fmt.Sprintf("10.254.%d.%d", (pid>>8)&255, pid&255)
+	out, err := exec.Command("ip", "address", "add", ip+"/32", "dev", "lo").CombinedOutput()
+	if err != nil && !strings.Contains(string(out), "File exists") {
+		t.Fatalf("adding %s to lo: %v: %s", ip, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "address", "del", ip+"/32", "dev", "lo").Run() })
+	return ip
+}
+
 // reserveSubnet takes the first 10.244.X.0/24 whose reservation file
 // (holding the owner's PID) is absent or names a dead process.
 func reserveSubnet() (subnet string, release func(), err error) {
