@@ -99,7 +99,8 @@ func (c *cluster) testGitOpsPush(ctx context.Context) {
 }
 
 // assertGitOpsImage: the run built the pushed commit: its image has the
-// NTP server of the commit, not the cluster's.
+// NTP server of the commit, not the cluster's; every task ran, and Chains
+// signed the image.
 func (c *cluster) assertGitOpsImage(ctx context.Context, r *pipelinev1.PipelineRun) {
 	c.t.Helper()
 	results := map[string]string{}
@@ -120,6 +121,7 @@ func (c *cluster) assertGitOpsImage(ctx context.Context, r *pipelinev1.PipelineR
 		c.t.Errorf("run %s: /etc/chrony.conf of %s is %q (%v), want the pushed commit's %s", r.Name, ref, b, err, ntpAfter)
 	}
 	c.assertTaskRuns(ctx, r, gitOpsPool, "fetch")
+	c.assertChains(ctx, r)
 }
 
 // serveGitOpsRepo makes the GitOps repository: the sample cluster under
