@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/trigger"
@@ -73,14 +74,19 @@ func (c *cluster) testGitOpsPush(ctx context.Context) {
 			t.Fatalf("push: status %d, want 202", code)
 		}
 	}
-	c.poll(ctx, time.Minute, "the interceptor's three verdicts", func() bool {
-		return g.accepted.Load()+g.rejected.Load() >= 3
-	})
+	deadline := time.Now().Add(time.Minute)
+	for g.accepted.Load()+g.rejected.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the interceptor saw %d pushes after a minute, want 3\n%s", g.accepted.Load()+g.rejected.Load(), c.sinkLogs(ctx))
+		}
+		time.Sleep(time.Second)
+	}
 	if g.accepted.Load() != 2 || g.rejected.Load() != 1 {
 		t.Errorf("interceptor accepted %d and rejected %d pushes, want 2 and 1", g.accepted.Load(), g.rejected.Load())
 	}
 	isGitOps := func(r *pipelinev1.PipelineRun) bool { return r.Labels[trigger.LabelTrigger] == trigger.TriggerGitOps }
 	r := c.waitRun(ctx, gitOpsPool, isGitOps, 2*time.Minute)
+	c.t.Logf("GitOps: run %s for the push of %s", r.Name, g.after)
 	if r.Labels[trigger.LabelGitRevision] != g.after || r.Spec.PipelineRef == nil || r.Spec.PipelineRef.Name != "kiln-gitops-node-image" {
 		t.Errorf("run %s: labels %v, pipeline %+v; want revision %s of kiln-gitops-node-image", r.Name, r.Labels, r.Spec.PipelineRef, g.after)
 	}
@@ -214,6 +220,19 @@ func post(t *testing.T, url string, body []byte, signature string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// sinkLogs are the EventListener pods' logs, for failure messages.
+func (c *cluster) sinkLogs(ctx context.Context) string {
+	pods := &corev1.PodList{}
+	if err := c.c.List(ctx, pods, client.InNamespace(kilnNS), client.MatchingLabels{"eventlistener": gitOpsListener}); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		b.WriteString(c.node.PodLogs(ctx, kilnNS, p.Name))
+	}
+	return b.String()
 }
 
 // waitEventListener waits for the sample EventListener's sink pod.
