@@ -163,11 +163,9 @@ func chainsCommand(t testing.TB, k *Kube, bin, upper, work string) (*exec.Cmd, e
 	if err != nil {
 		return nil, err
 	}
-	ports := map[string]int{}
-	for _, name := range []string{"METRICS_PROMETHEUS_PORT", "PROFILING_PORT"} {
-		if ports[name], err = freePort("127.0.0.1"); err != nil {
-			return nil, err
-		}
+	ports, err := knativePortsEnv()
+	if err != nil {
+		return nil, err
 	}
 	script := `mount -t overlay kiln-chains-etc -o "lowerdir=/etc,upperdir=$1,workdir=$2" /etc && shift 2 && exec "$@"`
 	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh",
@@ -177,9 +175,7 @@ func chainsCommand(t testing.TB, k *Kube, bin, upper, work string) (*exec.Cmd, e
 	cmd.Env = append(os.Environ(), "SYSTEM_NAMESPACE="+ChainsNamespace, "METRICS_DOMAIN=tekton.dev/chains",
 		"CONFIG_OBSERVABILITY_NAME=tekton-chains-config-observability",
 		"CONFIG_LEADERELECTION_NAME=tekton-chains-config-leader-election", "KUBERNETES_MIN_VERSION=v1.28.0")
-	for name, port := range ports {
-		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", name, port))
-	}
+	cmd.Env = append(cmd.Env, ports...)
 	return cmd, nil
 }
 

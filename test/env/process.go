@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -86,6 +87,34 @@ func freePort(host string) (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freeMetricsPort is freePort for knative's METRICS_PROMETHEUS_PORT, which
+// it parses as a 16-bit signed integer: the kernel's ephemeral ports
+// (32768 and up) are "out of range" there, so one below is taken.
+func freeMetricsPort() (int, error) {
+	for port := 20000 + os.Getpid()%10000; port < 32768; port++ {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port below 32768")
+}
+
+// knativePortsEnv is the environment of a knative sharedmain controller's
+// metrics and profiling ports, both free.
+func knativePortsEnv() ([]string, error) {
+	metrics, err := freeMetricsPort()
+	if err != nil {
+		return nil, err
+	}
+	profiling, err := freePort("127.0.0.1")
+	if err != nil {
+		return nil, err
+	}
+	return []string{fmt.Sprintf("METRICS_PROMETHEUS_PORT=%d", metrics), fmt.Sprintf("PROFILING_PORT=%d", profiling)}, nil
 }
 
 // waitFor polls ready until it returns nil, the process exits, or timeout.

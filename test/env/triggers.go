@@ -113,13 +113,11 @@ func triggersCommand(t testing.TB, k *Kube, bin, sink string) (*exec.Cmd, error)
 		"CONFIG_LOGGING_NAME=config-logging-triggers", "CONFIG_OBSERVABILITY_NAME=config-observability-triggers",
 		"CONFIG_DEFAULTS_NAME=config-defaults-triggers", "METRICS_DOMAIN=tekton.dev/triggers",
 		"CONFIG_LEADERELECTION_NAME=config-leader-election-triggers-controller", "KUBERNETES_MIN_VERSION=v1.28.0")
-	for _, name := range []string{"METRICS_PROMETHEUS_PORT", "PROFILING_PORT"} {
-		port, err := freePort("127.0.0.1")
-		if err != nil {
-			return nil, err
-		}
-		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", name, port))
+	ports, err := knativePortsEnv()
+	if err != nil {
+		return nil, err
 	}
+	cmd.Env = append(cmd.Env, ports...)
 	return cmd, nil
 }
 
