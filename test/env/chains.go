@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sigstore/sigstore/pkg/signature"
 	corev1 "k8s.io/api/core/v1"
@@ -137,18 +136,7 @@ func startChains(t testing.TB, k *Kube, o ChainsOptions) (*Chains, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProcess("tekton-chains", cmd, filepath.Join(dir, "chains.log"))
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() {
-		if err := p.stop(); err != nil {
-			t.Errorf("stopping Tekton Chains: %v", err)
-		}
-	})
-	// sharedmain logs this once the informers synced and the TaskRun and
-	// PipelineRun reconcilers are about to start.
-	err = waitFor(p, 60*time.Second, func() error { return logHas(p, "Starting controllers") })
+	p, err := startKnativeController(t, "tekton-chains", cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -216,16 +204,11 @@ func chainsConfig(k *Kube, priv *ecdsa.PrivateKey, data map[string]string) error
 	if err != nil {
 		return err
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "config", "config-*.yaml"))
+	cms, err := releaseConfigMaps(dir, ChainsNamespace)
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		cm, err := readConfigMap(f)
-		if err != nil {
-			return err
-		}
-		cm.Namespace = ChainsNamespace
+	for _, cm := range cms {
 		objs = append(objs, cm)
 	}
 	for _, o := range objs {

@@ -6,9 +6,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -101,6 +103,22 @@ func freeMetricsPort() (int, error) {
 		}
 	}
 	return 0, errors.New("no free port below 32768")
+}
+
+// startKnativeController starts a controller built on knative's
+// sharedmain, stopped when t ends, and waits until it logs that its
+// informers synced and its reconcilers start.
+func startKnativeController(t testing.TB, name string, cmd *exec.Cmd) (*process, error) {
+	p, err := startProcess(name, cmd, filepath.Join(t.TempDir(), name+".log"))
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if err := p.stop(); err != nil {
+			t.Errorf("stopping %s: %v", name, err)
+		}
+	})
+	return p, waitFor(p, 60*time.Second, func() error { return logHas(p, "Starting controllers") })
 }
 
 // knativePortsEnv is the environment of a knative sharedmain controller's

@@ -110,26 +110,40 @@ func tektonConfig(k *Kube) error {
 	if err != nil {
 		return err
 	}
-	files, err := filepath.Glob(filepath.Join(dir, "config", "config-*.yaml"))
+	cms, err := releaseConfigMaps(dir, TektonNamespace)
 	if err != nil {
 		return err
 	}
-	for _, f := range files {
-		cm, err := readConfigMap(f)
-		if err != nil {
-			return err
-		}
+	for _, cm := range cms {
 		if cm.Name == "feature-flags" {
 			for key, val := range tektonFlags {
 				cm.Data[key] = val
 			}
 		}
-		cm.Namespace = TektonNamespace
 		if err := k.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating ConfigMap %s from %s: %w", cm.Name, f, err)
+			return fmt.Errorf("creating ConfigMap %s: %w", cm.Name, err)
 		}
 	}
 	return nil
+}
+
+// releaseConfigMaps reads the ConfigMaps of a Tekton project's release
+// config (config/config-*.yaml in its module folder dir), placed in ns.
+func releaseConfigMaps(dir, ns string) ([]*corev1.ConfigMap, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "config", "config-*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var out []*corev1.ConfigMap
+	for _, f := range files {
+		cm, err := readConfigMap(f)
+		if err != nil {
+			return nil, err
+		}
+		cm.Namespace = ns
+		out = append(out, cm)
+	}
+	return out, nil
 }
 
 func readConfigMap(path string) (*corev1.ConfigMap, error) {

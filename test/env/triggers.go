@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,16 +87,7 @@ func startTriggers(t testing.TB, k *Kube, node *Node) (*Triggers, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProcess("tekton-triggers", cmd, filepath.Join(t.TempDir(), "triggers.log"))
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(func() {
-		if err := p.stop(); err != nil {
-			t.Errorf("stopping Tekton Triggers: %v", err)
-		}
-	})
-	err = waitFor(p, 60*time.Second, func() error { return logHas(p, "Starting controllers") })
+	p, err := startKnativeController(t, "tekton-triggers", cmd)
 	if err != nil {
 		return nil, err
 	}
