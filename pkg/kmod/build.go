@@ -19,6 +19,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -104,7 +105,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		}
 		pl.OSImage = f.BaseOSImage
 	}
-	r := osimage.RemoteFrom(o.RegistryOptions)
+	r := registry.RemoteFrom(o.RegistryOptions)
 	p := step.NewProgress(s.Out, step.StageKmodBuild)
 	plan, err := o.plan(ctx, r, ws, md)
 	if err != nil {
@@ -159,7 +160,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 }
 
 // plan applies Decide with what the registry and render's output say.
-func (o *BuildOptions) plan(ctx context.Context, r osimage.Remote, ws step.Workspace, md *kmmv1beta1.ModuleDay0) (Plan, error) {
+func (o *BuildOptions) plan(ctx context.Context, r registry.Remote, ws step.Workspace, md *kmmv1beta1.ModuleDay0) (Plan, error) {
 	exists, err := imageExists(ctx, r, md.Spec.OSMapping.ContainerImage)
 	if err != nil {
 		return Plan{}, fmt.Errorf("ModuleDay0 %s/%s: checking spec.osMapping.containerImage: %w", md.Namespace, md.Name, err)
@@ -177,10 +178,10 @@ func (o *BuildOptions) plan(ctx context.Context, r osimage.Remote, ws step.Works
 }
 
 // reportExisting: nothing to build, so the results name containerImage.
-func (o *BuildOptions) reportExisting(ctx context.Context, r osimage.Remote, ws step.Workspace, md *kmmv1beta1.ModuleDay0) error {
+func (o *BuildOptions) reportExisting(ctx context.Context, r registry.Remote, ws step.Workspace, md *kmmv1beta1.ModuleDay0) error {
 	rep, ok, err := existing(ctx, r, md.Spec.OSMapping.ContainerImage)
 	if err == nil && !ok {
-		err = fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage %s: %w", md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, osimage.ErrNotFound)
+		err = fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage %s: %w", md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, registry.ErrNotFound)
 	}
 	if err != nil {
 		return err
@@ -189,13 +190,13 @@ func (o *BuildOptions) reportExisting(ctx context.Context, r osimage.Remote, ws 
 	return writeKmodResults(o.Options, ws, BuildReportFile, rep)
 }
 
-func imageExists(ctx context.Context, r osimage.Remote, image string) (bool, error) {
+func imageExists(ctx context.Context, r registry.Remote, image string) (bool, error) {
 	_, ok, err := existing(ctx, r, image)
 	return ok, err
 }
 
 // existing returns image by digest when it is in its registry.
-func existing(ctx context.Context, r osimage.Remote, image string) (KmodReport, bool, error) {
+func existing(ctx context.Context, r registry.Remote, image string) (KmodReport, bool, error) {
 	ref, err := r.ParseRef(image)
 	if err != nil {
 		return KmodReport{}, false, err
@@ -206,7 +207,7 @@ func existing(ctx context.Context, r osimage.Remote, image string) (KmodReport, 
 	}
 	desc, err := remote.Head(ref, opts...)
 	if err != nil {
-		if err = osimage.Classify(err, "reading", image); errors.Is(err, osimage.ErrNotFound) {
+		if err = registry.Classify(err, "reading", image); errors.Is(err, registry.ErrNotFound) {
 			return KmodReport{}, false, nil
 		}
 		return KmodReport{}, false, err
@@ -214,7 +215,7 @@ func existing(ctx context.Context, r osimage.Remote, image string) (KmodReport, 
 	return KmodReport{Image: ref.Context().Digest(desc.Digest.String()).String(), Digest: desc.Digest.String()}, true, nil
 }
 
-func osKernel(ctx context.Context, r osimage.Remote, image string) (string, error) {
+func osKernel(ctx context.Context, r registry.Remote, image string) (string, error) {
 	ref, err := r.ParseRef(image)
 	if err != nil {
 		return "", err
@@ -225,7 +226,7 @@ func osKernel(ctx context.Context, r osimage.Remote, image string) (string, erro
 	}
 	img, err := remote.Image(ref, opts...)
 	if err != nil {
-		return "", osimage.Classify(err, "reading OS image", image)
+		return "", registry.Classify(err, "reading OS image", image)
 	}
 	return KernelFullVersion(img)
 }

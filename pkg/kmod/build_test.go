@@ -25,6 +25,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -276,7 +277,7 @@ func TestKmodBuildSignCompose(t *testing.T) {
 
 	// Composition: the signed kmod image is image-build's base.
 	mc := renderedWithFile(t, "/etc/kiln-kmod.conf", "options kiln_hello debug=1\n")
-	res, err := osimage.Build(t.Context(), osimage.Remote{Insecure: []string{e.Registry.Host}}, osimage.BuildInput{
+	res, err := osimage.Build(t.Context(), registry.Remote{Insecure: []string{e.Registry.Host}}, osimage.BuildInput{
 		Base: signedRef, Repository: e.Registry.Ref("os/worker"), Pool: "worker", Rendered: mc,
 		KmodDigests: []string{f.result(t, "KMOD_IMAGE_DIGEST")},
 	})

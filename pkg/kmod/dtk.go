@@ -12,8 +12,8 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/manifests"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // needsDTK: DTK_AUTO is read from the release only when the Dockerfile
@@ -28,7 +28,7 @@ func needsDTK(dockerfile string) bool {
 // driver-toolkit tag of the release image the ClusterVersion names
 // (status.desired.image), as KMM's DTK ImageStream is filled from the same
 // payload. The ClusterVersion comes from where the other inputs do.
-func (o *BuildOptions) driverToolkit(ctx context.Context, r osimage.Remote, md *kmmv1beta1.ModuleDay0) (string, error) {
+func (o *BuildOptions) driverToolkit(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0) (string, error) {
 	wrap := func(err error) error {
 		return fmt.Errorf("ModuleDay0 %s/%s: finding DTK_AUTO (no --dtk-image): %w", md.Namespace, md.Name, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -71,7 +71,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	r := osimage.RemoteFrom(o.RegistryOptions)
+	r := registry.RemoteFrom(o.RegistryOptions)
 	p := step.NewProgress(s.Out, step.StageKmodSign)
 	// Seed 003 signs only when containerImage does not exist yet: a rerun
 	// must not stack another signed layer on the signed image.
@@ -152,7 +152,7 @@ func (o *SignOptions) source(ws step.Workspace, md *kmmv1beta1.ModuleDay0) (stri
 	return "", fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.sign.unsignedImage is empty and kmod-build did not run", md.Namespace, md.Name)
 }
 
-func signInput(ctx context.Context, r osimage.Remote, src string, md *kmmv1beta1.ModuleDay0) (SignImageInput, error) {
+func signInput(ctx context.Context, r registry.Remote, src string, md *kmmv1beta1.ModuleDay0) (SignImageInput, error) {
 	srcRef, err := r.ParseRef(src)
 	if err != nil {
 		return SignImageInput{}, err

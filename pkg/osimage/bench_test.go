@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -53,7 +54,7 @@ func benchConfigChange(b *testing.B, mb int) {
 	if err := pushRandomBase(host+"/bench/base:1", mb); err != nil {
 		b.Fatal(err)
 	}
-	r := Remote{Insecure: []string{host}}
+	r := registry.Remote{Insecure: []string{host}}
 	var fast, bud time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

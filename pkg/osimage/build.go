@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // FormatVersion is kiln's build-format version. It is part of every
@@ -95,7 +97,7 @@ func RenderedHash(p *Plan) string {
 // Build runs the fast path: plan the layer, skip when the fingerprint's tag
 // already exists, else append the layer to every platform of the base and
 // push by digest, tagging only once everything is in the registry.
-func Build(ctx context.Context, r Remote, in BuildInput) (*BuildResult, error) {
+func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult, error) {
 	plan, err := in.plan()
 	if err != nil {
 		return nil, err
@@ -147,13 +149,13 @@ func Build(ctx context.Context, r Remote, in BuildInput) (*BuildResult, error) {
 			return nil, err
 		}
 		if err := remote.WriteIndex(repo.Digest(res.Digest.String()), idx, opts...); err != nil {
-			return nil, Classify(err, "pushing image index", repo.String())
+			return nil, registry.Classify(err, "pushing image index", repo.String())
 		}
 		pushed = idx
 	} else {
 		base, err := baseDesc.Image()
 		if err != nil {
-			return nil, Classify(err, "reading base image", in.Base)
+			return nil, registry.Classify(err, "reading base image", in.Base)
 		}
 		img, err := meta.image(base)
 		if err != nil {
@@ -163,14 +165,14 @@ func Build(ctx context.Context, r Remote, in BuildInput) (*BuildResult, error) {
 			return nil, err
 		}
 		if err := remote.Write(repo.Digest(res.Digest.String()), img, opts...); err != nil {
-			return nil, Classify(err, "pushing image", repo.String())
+			return nil, registry.Classify(err, "pushing image", repo.String())
 		}
 		pushed = img
 	}
 	// The tag goes last: if anything above failed, no tag claims a build
 	// that is not complete, and the next run rebuilds.
 	if err := remote.Tag(tag, pushed, opts...); err != nil {
-		return nil, Classify(err, "tagging image", tag.String())
+		return nil, registry.Classify(err, "tagging image", tag.String())
 	}
 	res.Ref = repo.Digest(res.Digest.String()).String()
 	return res, nil
@@ -190,7 +192,7 @@ func (in *BuildInput) plan() (*Plan, error) {
 
 // resolve reads the base's descriptor (never its layers) and parses the
 // target repository.
-func resolve(ctx context.Context, r Remote, in BuildInput) ([]remote.Option, name.Reference, *remote.Descriptor, name.Repository, error) {
+func resolve(ctx context.Context, r registry.Remote, in BuildInput) ([]remote.Option, name.Reference, *remote.Descriptor, name.Repository, error) {
 	opts, err := r.Options(ctx)
 	if err != nil {
 		return nil, nil, nil, name.Repository{}, err
@@ -205,7 +207,7 @@ func resolve(ctx context.Context, r Remote, in BuildInput) ([]remote.Option, nam
 	}
 	baseDesc, err := remote.Get(baseRef, opts...)
 	if err != nil {
-		return nil, nil, nil, name.Repository{}, Classify(err, "reading base image", in.Base)
+		return nil, nil, nil, name.Repository{}, registry.Classify(err, "reading base image", in.Base)
 	}
 	return opts, baseRef, baseDesc, repo, nil
 }
@@ -216,8 +218,8 @@ func resolve(ctx context.Context, r Remote, in BuildInput) ([]remote.Option, nam
 func existing(tag name.Tag, fp string, opts []remote.Option) (v1.Hash, bool, error) {
 	desc, err := remote.Get(tag, opts...)
 	if err != nil {
-		cerr := Classify(err, "looking for an existing build", tag.String())
-		if errors.Is(cerr, ErrNotFound) {
+		cerr := registry.Classify(err, "looking for an existing build", tag.String())
+		if errors.Is(cerr, registry.ErrNotFound) {
 			return v1.Hash{}, false, nil
 		}
 		return v1.Hash{}, false, cerr

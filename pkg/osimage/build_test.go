@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -83,7 +84,7 @@ func TestBuildFastPath(t *testing.T) {
 	ctx := context.Background()
 	base := pushBase(t, reg.Host, "base/os:4.18", 3)
 	ct := &countingTransport{next: http.DefaultTransport}
-	r := Remote{Insecure: []string{reg.Host}, Transport: ct}
+	r := registry.Remote{Insecure: []string{reg.Host}, Transport: ct}
 
 	res, err := Build(ctx, r, testInput(t, reg.Host, "base/os:4.18", "kiln/os", "hello\n"))
 	if err != nil {
@@ -227,7 +228,7 @@ func TestBuildIndex(t *testing.T) {
 	if err := remote.WriteIndex(ref, withPlat); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Build(context.Background(), Remote{Insecure: []string{reg.Host}}, testInput(t, reg.Host, "base/multi:1", "kiln/multi", "x"))
+	res, err := Build(context.Background(), registry.Remote{Insecure: []string{reg.Host}}, testInput(t, reg.Host, "base/multi:1", "kiln/multi", "x"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,17 +267,17 @@ func TestBuildFailures(t *testing.T) {
 	fast := remote.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Steps: 3}
 
 	t.Run("missing base is named", func(t *testing.T) {
-		_, err := Build(ctx, Remote{Insecure: []string{reg.Host}, Backoff: fast}, testInput(t, reg.Host, "base/nope:1", "kiln/os", "x"))
-		if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), reg.Host+"/base/nope:1") {
-			t.Fatalf("error %v: want ErrNotFound naming the base", err)
+		_, err := Build(ctx, registry.Remote{Insecure: []string{reg.Host}, Backoff: fast}, testInput(t, reg.Host, "base/nope:1", "kiln/os", "x"))
+		if !errors.Is(err, registry.ErrNotFound) || !strings.Contains(err.Error(), reg.Host+"/base/nope:1") {
+			t.Fatalf("error %v: want registry.ErrNotFound naming the base", err)
 		}
 	})
 	t.Run("unreachable registry", func(t *testing.T) {
 		ct := &countingTransport{next: http.DefaultTransport}
 		start := time.Now()
-		_, err := Build(ctx, Remote{Insecure: []string{"127.0.0.1:1"}, Backoff: fast, Transport: ct}, testInput(t, "127.0.0.1:1", "base/os:1", "kiln/os", "x"))
-		if !errors.Is(err, ErrUnreachable) {
-			t.Fatalf("error %v: want ErrUnreachable", err)
+		_, err := Build(ctx, registry.Remote{Insecure: []string{"127.0.0.1:1"}, Backoff: fast, Transport: ct}, testInput(t, "127.0.0.1:1", "base/os:1", "kiln/os", "x"))
+		if !errors.Is(err, registry.ErrUnreachable) {
+			t.Fatalf("error %v: want registry.ErrUnreachable", err)
 		}
 		if n := len(ct.matching("GET", "/v2/")); n < 2 || n > 6 {
 			t.Errorf("attempts: %d, want bounded retries (%v)", n, ct.reqs)
@@ -290,7 +291,7 @@ func TestBuildFailures(t *testing.T) {
 			return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/")
 		}}
 		in := testInput(t, reg.Host, "base/os:1", "kiln/partial", "x")
-		res, err := Build(ctx, Remote{Insecure: []string{reg.Host}, Backoff: fast, Transport: ct}, in)
+		res, err := Build(ctx, registry.Remote{Insecure: []string{reg.Host}, Backoff: fast, Transport: ct}, in)
 		if err == nil {
 			t.Fatalf("push with failing manifest PUT succeeded: %+v", res)
 		}
@@ -300,7 +301,7 @@ func TestBuildFailures(t *testing.T) {
 		}
 	})
 	t.Run("foreign tag is not overwritten", func(t *testing.T) {
-		r := Remote{Insecure: []string{reg.Host}, Backoff: fast}
+		r := registry.Remote{Insecure: []string{reg.Host}, Backoff: fast}
 		in := testInput(t, reg.Host, "base/os:1", "kiln/squat", "x")
 		first, err := Build(ctx, r, in)
 		if err != nil {
@@ -317,7 +318,7 @@ func TestBuildFailures(t *testing.T) {
 	t.Run("needs buildah", func(t *testing.T) {
 		in := testInput(t, reg.Host, "base/os:1", "kiln/os", "x")
 		in.Rendered.Spec.Extensions = []string{"usbguard"}
-		if _, err := Build(ctx, Remote{Insecure: []string{reg.Host}}, in); !errors.Is(err, ErrNeedsBuildah) {
+		if _, err := Build(ctx, registry.Remote{Insecure: []string{reg.Host}}, in); !errors.Is(err, ErrNeedsBuildah) {
 			t.Fatalf("error %v: want ErrNeedsBuildah", err)
 		}
 	})
@@ -328,22 +329,22 @@ func TestBuildAuthFailure(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	authFile := writeAuth(t, dir, reg.Host, "kiln", "wrong-password")
-	r := Remote{AuthFile: authFile, Transport: reg.Transport(), Backoff: remote.Backoff{Duration: time.Millisecond, Steps: 1}}
+	r := registry.Remote{AuthFile: authFile, Transport: reg.Transport(), Backoff: remote.Backoff{Duration: time.Millisecond, Steps: 1}}
 	_, err := Build(ctx, r, testInput(t, reg.Host, "base/os:1", "kiln/os", "x"))
-	if !errors.Is(err, ErrAuth) || errors.Is(err, ErrNotFound) {
-		t.Fatalf("error %v: want ErrAuth, not not-found", err)
+	if !errors.Is(err, registry.ErrAuth) || errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("error %v: want registry.ErrAuth, not not-found", err)
 	}
 	if strings.Contains(err.Error(), "wrong-password") {
 		t.Fatal("error leaks the password")
 	}
 	// No credentials at all: still an auth failure, not "not found".
 	r.AuthFile = ""
-	if _, err := Build(ctx, r, testInput(t, reg.Host, "base/os:1", "kiln/os", "x")); !errors.Is(err, ErrAuth) || errors.Is(err, ErrNotFound) {
-		t.Fatalf("anonymous: error %v: want ErrAuth", err)
+	if _, err := Build(ctx, r, testInput(t, reg.Host, "base/os:1", "kiln/os", "x")); !errors.Is(err, registry.ErrAuth) || errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("anonymous: error %v: want registry.ErrAuth", err)
 	}
 	// Right credentials: the same missing base is now "not found".
 	r.AuthFile = writeAuth(t, dir, reg.Host, "kiln", "s3cret")
-	if _, err := Build(ctx, r, testInput(t, reg.Host, "base/os:1", "kiln/os", "x")); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("error %v: want ErrNotFound with good credentials", err)
+	if _, err := Build(ctx, r, testInput(t, reg.Host, "base/os:1", "kiln/os", "x")); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("error %v: want registry.ErrNotFound with good credentials", err)
 	}
 }

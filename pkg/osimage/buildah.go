@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // Buildah runs the buildah CLI (the proxy refuses buildah's Go module).
@@ -40,7 +42,7 @@ type BuildahInput struct {
 // Difference from the brief: Debian's buildah 1.28 has no `bud
 // --digestfile`; the digest comes from `push --digestfile`, which is also
 // the digest of what the registry holds (bud's would be of local storage).
-func BuildWithBuildah(ctx context.Context, bb Buildah, r Remote, in BuildahInput) (*BuildResult, error) {
+func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in BuildahInput) (*BuildResult, error) {
 	plan, err := in.plan()
 	if err != nil {
 		return nil, err
@@ -138,7 +140,7 @@ type Bud struct {
 // BudAndPush builds with `buildah bud --layers --timestamp 0` and pushes
 // with `push --digestfile`, returning the pushed digest. A failed build
 // reports the tail of buildah's log; nothing is pushed then.
-func (bb Buildah) BudAndPush(ctx context.Context, r Remote, b Bud) (v1.Hash, error) {
+func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.Hash, error) {
 	target, err := r.ParseRef(b.Target)
 	if err != nil {
 		return v1.Hash{}, err
@@ -186,7 +188,7 @@ func (bb Buildah) BudAndPush(ctx context.Context, r Remote, b Bud) (v1.Hash, err
 
 // pullArgs: bud takes one --tls-verify for all its pulls, so it is off
 // when any pulled registry is insecure.
-func (bb Buildah) pullArgs(r Remote, pulls []string) []string {
+func (bb Buildah) pullArgs(r registry.Remote, pulls []string) []string {
 	var args []string
 	if r.AuthFile != "" {
 		args = append(args, "--authfile", r.AuthFile)
@@ -225,7 +227,7 @@ func buildahFingerprint(fp string, bc *BuildContext) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (bb Buildah) registryArgs(r Remote, host string) []string {
+func (bb Buildah) registryArgs(r registry.Remote, host string) []string {
 	var args []string
 	if r.AuthFile != "" {
 		args = append(args, "--authfile", r.AuthFile)

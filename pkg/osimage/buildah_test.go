@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -45,7 +46,7 @@ func TestBuildWithBuildah(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	base := pushBusyboxBase(ctx, t, e, "base/busybox:1")
-	r := Remote{Insecure: []string{e.Registry.Host}}
+	r := registry.Remote{Insecure: []string{e.Registry.Host}}
 	bb := Buildah{Env: e.Buildah.Env}
 
 	in := BuildahInput{BuildInput: testInput(t, e.Registry.Host, "base/busybox:1", "kiln/bud", "from-buildah\n"),

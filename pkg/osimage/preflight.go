@@ -6,6 +6,8 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // VersionLabel carries the OS version of a CoreOS image (RHCOS and FCOS set
@@ -18,7 +20,7 @@ const VersionLabel = "org.opencontainers.image.version"
 // layers; and the OS version labels agree. Only manifests and configs are
 // read. A failure is an error, never a warning: MCO's phase-1 check only
 // warned, the seed makes it blocking.
-func Preflight(ctx context.Context, r Remote, payloadBase, customBase string) error {
+func Preflight(ctx context.Context, r registry.Remote, payloadBase, customBase string) error {
 	opts, err := r.Options(ctx)
 	if err != nil {
 		return err
@@ -33,11 +35,11 @@ func Preflight(ctx context.Context, r Remote, payloadBase, customBase string) er
 	}
 	wm, err := want.Manifest()
 	if err != nil {
-		return Classify(err, "reading payload base", payloadBase)
+		return registry.Classify(err, "reading payload base", payloadBase)
 	}
 	gm, err := got.Manifest()
 	if err != nil {
-		return Classify(err, "reading custom base", customBase)
+		return registry.Classify(err, "reading custom base", customBase)
 	}
 	for i, l := range wm.Layers {
 		if i >= len(gm.Layers) {
@@ -51,11 +53,11 @@ func Preflight(ctx context.Context, r Remote, payloadBase, customBase string) er
 	}
 	wc, err := want.ConfigFile()
 	if err != nil {
-		return Classify(err, "reading payload base config", payloadBase)
+		return registry.Classify(err, "reading payload base config", payloadBase)
 	}
 	gc, err := got.ConfigFile()
 	if err != nil {
-		return Classify(err, "reading custom base config", customBase)
+		return registry.Classify(err, "reading custom base config", customBase)
 	}
 	wv, gv := wc.Config.Labels[VersionLabel], gc.Config.Labels[VersionLabel]
 	if wv == "" {
@@ -70,26 +72,26 @@ func Preflight(ctx context.Context, r Remote, payloadBase, customBase string) er
 // platformImage resolves ref to an image; for an index, the linux/amd64
 // image or else the first one (the layers check is per platform, and every
 // platform of a CoreOS index is built the same way).
-func platformImage(r Remote, ref string, opts []remote.Option) (v1.Image, error) {
+func platformImage(r registry.Remote, ref string, opts []remote.Option) (v1.Image, error) {
 	pr, err := r.ParseRef(ref)
 	if err != nil {
 		return nil, err
 	}
 	desc, err := remote.Get(pr, opts...)
 	if err != nil {
-		return nil, Classify(err, "reading image", ref)
+		return nil, registry.Classify(err, "reading image", ref)
 	}
 	if !desc.MediaType.IsIndex() {
 		img, err := desc.Image()
-		return img, Classify(err, "reading image", ref)
+		return img, registry.Classify(err, "reading image", ref)
 	}
 	idx, err := desc.ImageIndex()
 	if err != nil {
-		return nil, Classify(err, "reading image index", ref)
+		return nil, registry.Classify(err, "reading image index", ref)
 	}
 	im, err := idx.IndexManifest()
 	if err != nil {
-		return nil, Classify(err, "reading image index", ref)
+		return nil, registry.Classify(err, "reading image index", ref)
 	}
 	pick := -1
 	for i, m := range im.Manifests {
@@ -105,5 +107,5 @@ func platformImage(r Remote, ref string, opts []remote.Option) (v1.Image, error)
 		return nil, fmt.Errorf("reading image index %s: no image in it", ref)
 	}
 	img, err := idx.Image(im.Manifests[pick].Digest)
-	return img, Classify(err, "reading image", ref)
+	return img, registry.Classify(err, "reading image", ref)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -35,7 +36,7 @@ func TestPreflight(t *testing.T) {
 	}
 	pushBase(t, reg.Host, "custom/unrelated:1", 3)
 
-	r := Remote{Insecure: []string{reg.Host}}
+	r := registry.Remote{Insecure: []string{reg.Host}}
 	tests := []struct {
 		custom, want string
 	}{

@@ -14,6 +14,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -67,22 +68,6 @@ func (o *BuildOptions) Validate() error {
 	return nil
 }
 
-// RemoteFrom returns the registry settings of the flags.
-//
-// Tekton turns $(workspaces.X.path) of an unbound optional workspace into
-// "", so a Task's --registry-auth-file=$(workspaces.registry-auth.path)/config.json
-// becomes "/config.json": a file at the root that does not exist means "no
-// credentials workspace", and the default keychain is used.
-func RemoteFrom(o step.RegistryOptions) Remote {
-	auth := o.AuthFile
-	if filepath.Dir(auth) == "/" {
-		if _, err := os.Stat(auth); os.IsNotExist(err) {
-			auth = ""
-		}
-	}
-	return Remote{AuthFile: auth, Insecure: o.Insecure}
-}
-
 // Run builds (or reuses) the image and writes results and a report.
 func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
@@ -98,7 +83,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	p := step.NewProgress(s.Out, step.StageImageBuild)
-	r := RemoteFrom(o.RegistryOptions)
+	r := registry.RemoteFrom(o.RegistryOptions)
 	if err := o.kmodBase(ws, p); err != nil {
 		return err
 	}
@@ -177,7 +162,7 @@ func (o *BuildOptions) kmodBase(ws step.Workspace, p *step.Progress) error {
 
 // build takes the fast path unless user content or the config needs a
 // container build.
-func (o *BuildOptions) build(ctx context.Context, r Remote, in BuildInput, p *step.Progress) (*BuildResult, error) {
+func (o *BuildOptions) build(ctx context.Context, r registry.Remote, in BuildInput, p *step.Progress) (*BuildResult, error) {
 	var user []byte
 	if o.ContainerfilePath != "" {
 		var err error

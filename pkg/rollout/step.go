@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -162,7 +162,7 @@ type PolicyVerifier struct {
 
 // Verify evaluates the policy for image.
 func (p PolicyVerifier) Verify(ctx context.Context, image string) error {
-	r := osimage.RemoteFrom(p.Remote)
+	r := registry.RemoteFrom(p.Remote)
 	ref, err := r.ParseRef(image)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -49,7 +49,7 @@ func TestRolloutStep(t *testing.T) {
 	}
 	signed := pushImage(t, e.Registry.Ref("kiln/steps:signed"))
 	unsigned := pushImage(t, e.Registry.Ref("kiln/steps:unsigned"))
-	r := osimage.Remote{Insecure: []string{e.Registry.Host}}
+	r := registry.Remote{Insecure: []string{e.Registry.Host}}
 	if _, err := signing.Sign(t.Context(), r, signing.SignInput{Image: signed, Key: keys.PrivateBytes, Password: []byte("pw")}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -41,12 +41,12 @@ func TestSignVerifyWithTLSAndAuth(t *testing.T) {
 	os.WriteFile(filepath.Join(certDir, "ca.crt"), ca, 0o644)
 	keys := newKeys(t, "pw")
 
-	_, err := Sign(ctx, osimage.Remote{AuthFile: bad, Transport: reg.Transport(), Backoff: remote.Backoff{Steps: 1}},
+	_, err := Sign(ctx, registry.Remote{AuthFile: bad, Transport: reg.Transport(), Backoff: remote.Backoff{Steps: 1}},
 		SignInput{Image: image, Key: keys.priv, Password: keys.pass})
-	if !errors.Is(err, osimage.ErrAuth) {
+	if !errors.Is(err, registry.ErrAuth) {
 		t.Fatalf("sign with wrong credentials: %v, want an auth failure", err)
 	}
-	if _, err := Sign(ctx, osimage.Remote{AuthFile: good, Transport: reg.Transport()},
+	if _, err := Sign(ctx, registry.Remote{AuthFile: good, Transport: reg.Transport()},
 		SignInput{Image: image, Key: keys.priv, Password: keys.pass}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestSignVerifyWithTLSAndAuth(t *testing.T) {
 	}
 	in.AuthFile = bad
 	_, err = VerifyPolicy(ctx, in)
-	if !errors.Is(err, osimage.ErrAuth) || errors.Is(err, ErrPolicy) {
+	if !errors.Is(err, registry.ErrAuth) || errors.Is(err, ErrPolicy) {
 		t.Fatalf("verify with wrong credentials: %v, want a registry auth error, not a policy refusal", err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -25,7 +25,7 @@ import (
 func BenchmarkSignAndVerify(b *testing.B) {
 	ctx := context.Background()
 	reg := env.StartRegistry(b, env.RegistryOptions{})
-	r := osimage.Remote{Insecure: []string{reg.Host}}
+	r := registry.Remote{Insecure: []string{reg.Host}}
 	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return []byte("pw"), nil })
 	if err != nil {
 		b.Fatal(err)

@@ -24,7 +24,7 @@ import (
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -98,7 +98,7 @@ func writeToken(t *testing.T, claims string) string {
 func TestKeylessSign(t *testing.T) {
 	ctx := t.Context()
 	reg := env.StartRegistry(t, env.RegistryOptions{})
-	r := osimage.Remote{Insecure: []string{reg.Host}}
+	r := registry.Remote{Insecure: []string{reg.Host}}
 	image := pushImage(t, reg.Host, "kiln/keyless:1")
 	fulcio, roots := fakeFulcio(t)
 	const email = "tekton-pipelines@kiln.test"

@@ -15,7 +15,7 @@ import (
 	"go.podman.io/image/v5/signature"
 	"go.podman.io/image/v5/types"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // PolicyInput says which image to check against which key.
@@ -111,7 +111,7 @@ func readError(img string, err error) error {
 	var unauth docker.ErrUnauthorizedForCredentials
 	msg := strings.ToLower(err.Error())
 	if errors.As(err, &unauth) || strings.Contains(msg, "authentication required") || strings.Contains(msg, "unauthorized") {
-		return fmt.Errorf("verifying %s: reading the image: %w (check the credentials in --registry-auth-file): %v", img, osimage.ErrAuth, err)
+		return fmt.Errorf("verifying %s: reading the image: %w (check the credentials in --registry-auth-file): %v", img, registry.ErrAuth, err)
 	}
 	return fmt.Errorf("verifying %s: reading the image: %w", img, err)
 }

@@ -12,14 +12,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
 func TestVerifyPolicy(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	ctx := context.Background()
-	r := osimage.Remote{Insecure: []string{reg.Host}}
+	r := registry.Remote{Insecure: []string{reg.Host}}
 	keys := newKeys(t, "pw")
 	signed := pushImage(t, reg.Host, "kiln/os:v1")
 	if _, err := Sign(ctx, r, SignInput{Image: signed, Key: keys.priv, Password: keys.pass}); err != nil {
@@ -94,7 +94,7 @@ func TestPolicyFragment(t *testing.T) {
 func TestVerifyPolicyIndex(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	ctx := context.Background()
-	r := osimage.Remote{Insecure: []string{reg.Host}}
+	r := registry.Remote{Insecure: []string{reg.Host}}
 	keys := newKeys(t, "pw")
 	idx, err := random.Index(512, 1, 2)
 	if err != nil {

@@ -28,7 +28,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	sigpayload "github.com/sigstore/sigstore/pkg/signature/payload"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // BuildType is the SLSA buildType of kiln's provenance.
@@ -78,7 +78,7 @@ type SignResult struct {
 // attestation, both in cosign's registry layout (sha256-<hex>.sig and
 // .att tags), so `cosign verify --key` and `cosign verify-attestation
 // --key` accept them. Nothing is uploaded to a transparency log.
-func Sign(ctx context.Context, r osimage.Remote, in SignInput) (*SignResult, error) {
+func Sign(ctx context.Context, r registry.Remote, in SignInput) (*SignResult, error) {
 	digest, err := parseDigest(r, in.Image)
 	if err != nil {
 		return nil, err
@@ -101,7 +101,7 @@ func Sign(ctx context.Context, r osimage.Remote, in SignInput) (*SignResult, err
 		return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
 	}
 	if err := publish(digest, sv, sig, att, oopts); err != nil {
-		return nil, osimage.Classify(err, "publishing the signature of", in.Image)
+		return nil, registry.Classify(err, "publishing the signature of", in.Image)
 	}
 	repo := digest.Context()
 	res := &SignResult{}
@@ -112,7 +112,7 @@ func Sign(ctx context.Context, r osimage.Remote, in SignInput) (*SignResult, err
 		tag := repo.Tag(strings.Replace(digest.DigestStr(), ":", "-", 1) + "." + x.suffix)
 		d, err := remote.Head(tag, ropts...)
 		if err != nil {
-			return nil, osimage.Classify(err, "reading back", tag.String())
+			return nil, registry.Classify(err, "reading back", tag.String())
 		}
 		*x.into = repo.Digest(d.Digest.String()).String()
 	}
@@ -259,7 +259,7 @@ func signerFor(in SignInput) (signature.SignerVerifier, *keylessSigner, error) {
 	return kl, kl, nil
 }
 
-func parseDigest(r osimage.Remote, image string) (name.Digest, error) {
+func parseDigest(r registry.Remote, image string) (name.Digest, error) {
 	ref, err := r.ParseRef(image)
 	if err != nil {
 		return name.Digest{}, err
@@ -346,7 +346,7 @@ func LoadVerifier(path string) (signature.Verifier, error) {
 // attestation with a public key, offline (no transparency log): the checks
 // `cosign verify --key --insecure-ignore-tlog` and `cosign
 // verify-attestation` make.
-func CosignVerify(ctx context.Context, r osimage.Remote, image string, v signature.Verifier) error {
+func CosignVerify(ctx context.Context, r registry.Remote, image string, v signature.Verifier) error {
 	_, err := VerifiedStatements(ctx, r, image, v)
 	return err
 }
@@ -355,7 +355,7 @@ func CosignVerify(ctx context.Context, r osimage.Remote, image string, v signatu
 // statements of the attestations that verified with v, for checks of what
 // they claim (subjects, materials). Other signers' attestations on the same
 // image, such as Tekton Chains' next to kiln's, are left out.
-func VerifiedStatements(ctx context.Context, r osimage.Remote, image string, v signature.Verifier) ([]intoto.Statement, error) {
+func VerifiedStatements(ctx context.Context, r registry.Remote, image string, v signature.Verifier) ([]intoto.Statement, error) {
 	ref, err := r.ParseRef(image)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/signature"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -53,7 +53,7 @@ func pushImage(t *testing.T, host, repoTag string) string {
 func TestSignAndVerify(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	ctx := context.Background()
-	r := osimage.Remote{Insecure: []string{reg.Host}}
+	r := registry.Remote{Insecure: []string{reg.Host}}
 	keys := newKeys(t, "pw")
 	image := pushImage(t, reg.Host, "kiln/os:v1")
 	prov := Provenance{Pool: "worker", RenderedName: "rendered-worker-1", RenderedHash: "sha256:" + strings.Repeat("b", 64),
@@ -110,7 +110,7 @@ func TestSignAndVerify(t *testing.T) {
 func TestSignRefusals(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	ctx := context.Background()
-	r := osimage.Remote{Insecure: []string{reg.Host}}
+	r := registry.Remote{Insecure: []string{reg.Host}}
 	keys := newKeys(t, "pw")
 	image := pushImage(t, reg.Host, "kiln/os:v1")
 	tests := []struct {
@@ -147,7 +147,7 @@ func TestSignRefusals(t *testing.T) {
 func TestSignSurvivesAnotherWriter(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	ctx := context.Background()
-	r := osimage.Remote{Insecure: []string{reg.Host}}
+	r := registry.Remote{Insecure: []string{reg.Host}}
 	image := pushImage(t, reg.Host, "kiln/os:v1")
 	kiln, other := newKeys(t, "pw"), newKeys(t, "pw2")
 	sign := func(k keyPair) {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -88,7 +89,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	p := step.NewProgress(s.Out, step.StageImageSign)
 	p.Printf("signing %s and attesting its provenance (run %q)", o.Image, o.RunID)
-	res, err := Sign(ctx, osimage.RemoteFrom(o.RegistryOptions), in)
+	res, err := Sign(ctx, registry.RemoteFrom(o.RegistryOptions), in)
 	if err != nil {
 		return err
 	}
@@ -137,7 +138,7 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	r := osimage.RemoteFrom(o.RegistryOptions)
+	r := registry.RemoteFrom(o.RegistryOptions)
 	ref, err := r.ParseRef(o.Image)
 	if err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -41,7 +41,7 @@ func (c *cluster) assertChains(ctx context.Context, r *pipelinev1.PipelineRun) {
 func (c *cluster) assertChainsImage(ctx context.Context, tr *pipelinev1.TaskRun, image, base string) {
 	c.t.Helper()
 	signed := c.waitChainsSigned(ctx, tr)
-	stmts, err := signing.VerifiedStatements(ctx, osimage.Remote{Insecure: []string{c.reg.Host}}, image, c.chains.Verifier)
+	stmts, err := signing.VerifiedStatements(ctx, registry.Remote{Insecure: []string{c.reg.Host}}, image, c.chains.Verifier)
 	if err != nil {
 		c.t.Errorf("TaskRun %s: Chains' signature of %s: %v\nChains' errors:\n%s", tr.Name, image, err, c.chains.Errors(tr.Name))
 		return

@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/examples"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/trigger"
@@ -190,7 +190,7 @@ func (c *cluster) assertRun(ctx context.Context, r *pipelinev1.PipelineRun) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if err := signing.CosignVerify(ctx, osimage.Remote{Insecure: []string{c.reg.Host}}, image, v); err != nil {
+	if err := signing.CosignVerify(ctx, registry.Remote{Insecure: []string{c.reg.Host}}, image, v); err != nil {
 		c.t.Errorf("run %s: verifying %s with the cosign public key: %v", r.Name, image, err)
 	}
 	c.assertChains(ctx, r)

@@ -15,7 +15,7 @@ import (
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -47,7 +47,7 @@ func TestChainsSignsTaskRun(t *testing.T) {
 	got := waitSigned(t, k, tr, ch)
 	t.Logf("TaskRun %s annotations: %v", tr.Name, got.Annotations)
 
-	stmts, err := signing.VerifiedStatements(ctx, osimage.Remote{Insecure: []string{reg.Host}}, image.String(), ch.Verifier)
+	stmts, err := signing.VerifiedStatements(ctx, registry.Remote{Insecure: []string{reg.Host}}, image.String(), ch.Verifier)
 	if err != nil {
 		t.Fatalf("verifying Chains' signature and attestation with its public key: %v\nChains log:\n%s", err, ch.Log())
 	}

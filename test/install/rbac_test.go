@@ -25,6 +25,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/bootimage"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -244,7 +245,7 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 	var images []string
 	for _, n := range []string{"a", "b", "c"} {
 		img := pushRandom(t, e.Registry.Ref("rbac/"+n+":1"))
-		if _, err := signing.Sign(ctx, osimage.Remote{Insecure: []string{e.Registry.Host}}, signing.SignInput{Image: img, Key: keys.PrivateBytes, Password: []byte("pw")}); err != nil {
+		if _, err := signing.Sign(ctx, registry.Remote{Insecure: []string{e.Registry.Host}}, signing.SignInput{Image: img, Key: keys.PrivateBytes, Password: []byte("pw")}); err != nil {
 			t.Fatal(err)
 		}
 		images = append(images, img)

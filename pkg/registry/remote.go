@@ -1,6 +1,8 @@
-package osimage
+package registry
 
 import (
+	"path/filepath"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/kiln-dev/kiln/pkg/step"
 
 	dockerconfig "github.com/docker/cli/cli/config"
 	"github.com/docker/cli/cli/config/configfile"
@@ -181,4 +185,20 @@ func hasCode(te *transport.Error, codes ...transport.ErrorCode) bool {
 		}
 	}
 	return false
+}
+
+// RemoteFrom returns the registry settings of the flags.
+//
+// Tekton turns $(workspaces.X.path) of an unbound optional workspace into
+// "", so a Task's --registry-auth-file=$(workspaces.registry-auth.path)/config.json
+// becomes "/config.json": a file at the root that does not exist means "no
+// credentials workspace", and the default keychain is used.
+func RemoteFrom(o step.RegistryOptions) Remote {
+	auth := o.AuthFile
+	if filepath.Dir(auth) == "/" {
+		if _, err := os.Stat(auth); os.IsNotExist(err) {
+			auth = ""
+		}
+	}
+	return Remote{AuthFile: auth, Insecure: o.Insecure}
 }
