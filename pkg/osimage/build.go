@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -23,12 +22,8 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
-
-// FormatVersion is kiln's build-format version. It is part of every
-// fingerprint: bump it whenever the bytes the fast path produces for the same
-// inputs change, so old images are not reused for a new layout.
-const FormatVersion = "kiln-image/1"
 
 // Labels and annotations kiln puts on every image (DESIGN §5).
 const (
@@ -74,18 +69,17 @@ type BuildResult struct {
 	BaseRef     string // base by digest
 	Platforms   []string
 	Plan        *Plan
+	// Inputs are what the image is built from (pkg/trust).
+	Inputs trust.Inputs
 }
 
-// Fingerprint identifies a build: the same fingerprint means the same image
-// bit for bit. Pool and source are included because they are in the image
-// (label, annotation).
-func Fingerprint(baseDigest, renderedHash string, kmodDigests []string, pool, source string) string {
-	k := slices.Clone(kmodDigests)
-	slices.Sort(k)
-	h := sha256.New()
-	fmt.Fprintf(h, "format=%s\nbase=%s\nrendered=%s\nkmods=%s\npool=%s\nsource=%s\n",
-		FormatVersion, baseDigest, renderedHash, strings.Join(k, ","), pool, source)
-	return hex.EncodeToString(h.Sum(nil))
+// inputs are the build's trust.Inputs: what image-sign attests and what a
+// reuse must be proven against. buildContext is "" on the fast path.
+func (in *BuildInput) inputs(baseByDigest string, plan *Plan, builder, buildContext string) (trust.Inputs, error) {
+	return trust.NodeImage{
+		Pool: in.Pool, BaseImage: baseByDigest, RenderedName: in.Rendered.Name, RenderedHash: RenderedHash(plan),
+		KmodDigests: in.KmodDigests, Source: in.Source, Builder: builder, BuildContext: buildContext,
+	}.Inputs()
 }
 
 // RenderedHash is the sha256 of the normalised rendered config.
@@ -110,8 +104,12 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 		return nil, err
 	}
 	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
-	fp := Fingerprint(baseDesc.Digest.String(), RenderedHash(plan), in.KmodDigests, in.Pool, in.Source)
-	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan}
+	inputs, err := in.inputs(baseByDigest, plan, "fast", "")
+	if err != nil {
+		return nil, err
+	}
+	fp := inputs.Fingerprint()
+	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
 	tag := repo.Tag(res.Tag)
 
 	if d, ok, err := existing(tag, fp, opts); err != nil {

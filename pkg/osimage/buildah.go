@@ -67,13 +67,17 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 	if err != nil {
 		return nil, fmt.Errorf("building %s with buildah: %w", in.Rendered.Name, err)
 	}
-	fp := buildahFingerprint(Fingerprint(baseDesc.Digest.String(), RenderedHash(plan), in.KmodDigests, in.Pool, in.Source), bc)
+	inputs, err := in.inputs(baseByDigest, plan, "buildah", contextHash(bc))
+	if err != nil {
+		return nil, err
+	}
+	fp := inputs.Fingerprint()
 	// The fingerprint label is added after hashing the Containerfile.
 	labels[LabelFingerprint] = fp
 	if bc, err = GenerateContainerfile(cfIn); err != nil {
 		return nil, err
 	}
-	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan}
+	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
 	tag := repo.Tag(res.Tag)
 	if d, ok, err := existing(tag, fp, opts); err != nil {
 		return nil, err
@@ -213,9 +217,11 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-func buildahFingerprint(fp string, bc *BuildContext) string {
+// contextHash is the sha256 of the generated Containerfile and its files,
+// before the fingerprint label is added to it.
+func contextHash(bc *BuildContext) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\nbuildah\n%s", fp, bc.Containerfile)
+	fmt.Fprintf(h, "buildah\n%s", bc.Containerfile)
 	keys := make([]string, 0, len(bc.Files))
 	for k := range bc.Files {
 		keys = append(keys, k)
@@ -224,7 +230,7 @@ func buildahFingerprint(fp string, bc *BuildContext) string {
 	for _, k := range keys {
 		fmt.Fprintf(h, "\n%s\n%s", k, bc.Files[k])
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 func (bb Buildah) registryArgs(r registry.Remote, host string) []string {

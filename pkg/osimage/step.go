@@ -16,6 +16,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
 // BuildOptions are the flags of `kiln-steps image-build`.
@@ -220,7 +221,9 @@ func ReadRendered(path string) (*mcfgv1.MachineConfig, error) {
 // BuildReport is work/image/build.json: what went into the image. image-sign
 // attests from it.
 type BuildReport struct {
-	Ref          string   `json:"ref"`
+	// Record is the image by digest and its inputs: what image-sign
+	// attests.
+	trust.Record
 	Digest       string   `json:"digest"`
 	Reused       bool     `json:"reused"`
 	Fingerprint  string   `json:"fingerprint"`
@@ -235,7 +238,7 @@ type BuildReport struct {
 }
 
 func writeReport(path string, in BuildInput, res *BuildResult) error {
-	rep := BuildReport{Ref: res.Ref, Digest: res.Digest.String(), Reused: res.Reused, Fingerprint: res.Fingerprint,
+	rep := BuildReport{Record: trust.Record{Ref: res.Ref, Inputs: res.Inputs}, Digest: res.Digest.String(), Reused: res.Reused, Fingerprint: res.Fingerprint,
 		Tag: res.Tag, Base: res.BaseRef, RenderedName: in.Rendered.Name, RenderedHash: RenderedHash(res.Plan),
 		KmodDigests: in.KmodDigests, Pool: in.Pool, Platforms: res.Platforms}
 	for _, e := range res.Plan.Entries {

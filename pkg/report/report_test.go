@@ -15,6 +15,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
 func writeJSON(t *testing.T, path string, v any) {
@@ -35,7 +36,7 @@ func TestReportStep(t *testing.T) {
 	ws := step.Workspace{Root: work}
 	writeJSON(t, ws.RenderedPath(), mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-worker-abc"}, Spec: mcfgv1.MachineConfigSpec{OSImageURL: "quay.io/x/os@sha256:1"}})
 	writeJSON(t, ws.InputsPath(), []map[string]string{{"name": "a"}, {"name": "b"}})
-	writeJSON(t, osimage.ReportPath(ws.StageDir(step.StageImageBuild)), osimage.BuildReport{Ref: "r/os@sha256:2", Reused: true, Fingerprint: "0123456789abcdef"})
+	writeJSON(t, osimage.ReportPath(ws.StageDir(step.StageImageBuild)), osimage.BuildReport{Record: trust.Record{Ref: "r/os@sha256:2"}, Reused: true, Fingerprint: "0123456789abcdef"})
 	writeJSON(t, filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), []rollout.Event{
 		{Node: "w0", Phase: "UpdatePrepared", Status: "Unknown"}, {Node: "w0", Phase: "Updated", Status: "True"},
 		{Node: "w1", Phase: "UpdateExecuted", Status: "Unknown"}, {Node: "w1", Phase: "NodeDegraded", Status: "True"},

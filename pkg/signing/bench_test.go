@@ -57,7 +57,7 @@ func BenchmarkSignAndVerify(b *testing.B) {
 		img := push(i, "kiln/os")
 		i++
 		b.StartTimer()
-		if _, err := Sign(ctx, r, SignInput{Image: img, Key: kb.PrivateBytes, Password: []byte("pw"), Provenance: Provenance{Pool: "worker"}}); err != nil {
+		if _, err := Sign(ctx, r, SignInput{Image: img, Key: kb.PrivateBytes, Password: []byte("pw"), Inputs: testInputs(b, reg.Host)}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := VerifyPolicy(ctx, PolicyInput{Image: img, KeyPath: pub, Insecure: true, OutDir: b.TempDir()}); err != nil {

@@ -104,7 +104,7 @@ func TestKeylessSign(t *testing.T) {
 	const email = "tekton-pipelines@kiln.test"
 	res, err := Sign(ctx, r, SignInput{Image: image, Keyless: &KeylessOptions{
 		FulcioURL: fulcio.URL, IDTokenPath: writeToken(t, `{"iss":"`+testIssuer+`","email":"`+email+`","sub":"x"}`),
-	}, Provenance: Provenance{Pool: "worker"}})
+	}, Inputs: testInputs(t, reg.Host)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	intoto "github.com/in-toto/in-toto-golang/in_toto"
-	"github.com/in-toto/in-toto-golang/in_toto/slsa_provenance/common"
 	slsa1 "github.com/in-toto/in-toto-golang/in_toto/slsa_provenance/v1"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
@@ -29,23 +28,8 @@ import (
 	sigpayload "github.com/sigstore/sigstore/pkg/signature/payload"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
-
-// BuildType is the SLSA buildType of kiln's provenance.
-const BuildType = "https://kiln.dev/build/node-image/v1"
-
-// BuilderID identifies kiln as the SLSA builder.
-const BuilderID = "https://github.com/kiln-dev/kiln/kiln-steps/image-build"
-
-// Provenance are the inputs the attestation records (DESIGN §5).
-type Provenance struct {
-	Pool         string
-	RenderedName string
-	RenderedHash string // sha256:…
-	BaseImage    string // repo@sha256:…
-	KmodDigests  []string
-	RunID        string // the PipelineRun or local run
-}
 
 // SignInput says what to sign with which key.
 type SignInput struct {
@@ -56,8 +40,12 @@ type SignInput struct {
 	Key      []byte
 	Password []byte
 	// Keyless selects Fulcio/Rekor instead of Key; see KeylessOptions.
-	Keyless    *KeylessOptions
-	Provenance Provenance
+	Keyless *KeylessOptions
+	// Inputs are what the image was built from; the attestation records
+	// them exactly (pkg/trust), so a later run can prove reuse by them.
+	Inputs trust.Inputs
+	// RunID is the PipelineRun or local run, recorded in runDetails.
+	RunID string
 }
 
 // KeylessOptions configure keyless (Fulcio + Rekor) signing.
@@ -96,7 +84,7 @@ func Sign(ctx context.Context, r registry.Remote, in SignInput) (*SignResult, er
 	if err != nil {
 		return nil, fmt.Errorf("signing %s: %w", in.Image, err)
 	}
-	att, err := attestationFor(ctx, digest, sv, kl, in.Provenance)
+	att, err := attestationFor(ctx, digest, sv, kl, in.Inputs, in.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
 	}
@@ -139,8 +127,8 @@ func signatureFor(ctx context.Context, digest name.Digest, sv signature.SignerVe
 }
 
 // attestationFor makes the DSSE-signed in-toto provenance attestation.
-func attestationFor(ctx context.Context, digest name.Digest, sv signature.SignerVerifier, kl *keylessSigner, p Provenance) (oci.Signature, error) {
-	stmt, err := statement(digest, p)
+func attestationFor(ctx context.Context, digest name.Digest, sv signature.SignerVerifier, kl *keylessSigner, in trust.Inputs, runID string) (oci.Signature, error) {
+	stmt, err := trust.Statement(digest, in, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -269,64 +257,6 @@ func parseDigest(r registry.Remote, image string) (name.Digest, error) {
 		return name.Digest{}, fmt.Errorf("signing %s: the image must be given by digest (repository@sha256:…), not by tag", image)
 	}
 	return d, nil
-}
-
-// statement is the in-toto statement with a SLSA v1 provenance predicate.
-func statement(digest name.Digest, p Provenance) ([]byte, error) {
-	alg, hex, _ := strings.Cut(digest.DigestStr(), ":")
-	deps := []slsa1.ResourceDescriptor{}
-	if p.BaseImage != "" {
-		deps = append(deps, descriptor("base-image", p.BaseImage))
-	}
-	kmods := slices.Clone(p.KmodDigests)
-	slices.Sort(kmods)
-	for _, k := range kmods {
-		deps = append(deps, descriptor("kmod-image", k))
-	}
-	if p.RenderedHash != "" {
-		d := descriptor("rendered-config", p.RenderedHash)
-		d.URI = "machineconfig:" + p.RenderedName
-		deps = append(deps, d)
-	}
-	s := intoto.ProvenanceStatementSLSA1{
-		StatementHeader: intoto.StatementHeader{
-			Type:          intoto.StatementInTotoV01,
-			PredicateType: slsa1.PredicateSLSAProvenance,
-			Subject:       []intoto.Subject{{Name: digest.Context().Name(), Digest: common.DigestSet{alg: hex}}},
-		},
-		Predicate: slsa1.ProvenancePredicate{
-			BuildDefinition: slsa1.ProvenanceBuildDefinition{
-				BuildType: BuildType,
-				ExternalParameters: map[string]any{
-					"pool": p.Pool, "renderedConfig": p.RenderedName,
-					"renderedConfigHash": p.RenderedHash, "baseImage": p.BaseImage, "kmodDigests": kmods,
-				},
-				ResolvedDependencies: deps,
-			},
-			RunDetails: slsa1.ProvenanceRunDetails{
-				Builder:       slsa1.Builder{ID: BuilderID},
-				BuildMetadata: slsa1.BuildMetadata{InvocationID: p.RunID},
-			},
-		},
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return nil, fmt.Errorf("encoding provenance: %w", err)
-	}
-	return b, nil
-}
-
-// descriptor names an input by digest; ref may be repo@sha256:… or sha256:….
-func descriptor(name, ref string) slsa1.ResourceDescriptor {
-	d := slsa1.ResourceDescriptor{Name: name}
-	dig := ref
-	if repo, dg, ok := strings.Cut(ref, "@"); ok {
-		d.URI, dig = "oci://"+repo, dg
-	}
-	if alg, hex, ok := strings.Cut(dig, ":"); ok {
-		d.Digest = common.DigestSet{alg: hex}
-	}
-	return d
 }
 
 // LoadVerifier reads a cosign public key (PEM).

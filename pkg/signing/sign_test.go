@@ -17,6 +17,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -50,16 +51,27 @@ func pushImage(t *testing.T, host, repoTag string) string {
 	return ref.Context().Digest(d.String()).String()
 }
 
+// testInputs are a node image's inputs with fixed digests.
+func testInputs(t testing.TB, host string) trust.Inputs {
+	t.Helper()
+	in, err := trust.NodeImage{Pool: "worker", RenderedName: "rendered-worker-1", RenderedHash: "sha256:" + strings.Repeat("b", 64),
+		BaseImage: host + "/base/os@sha256:" + strings.Repeat("c", 64), KmodDigests: []string{"sha256:" + strings.Repeat("d", 64)},
+		Source: "https://github.com/kiln-dev/kiln", Builder: "fast"}.Inputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 func TestSignAndVerify(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	ctx := context.Background()
 	r := registry.Remote{Insecure: []string{reg.Host}}
 	keys := newKeys(t, "pw")
 	image := pushImage(t, reg.Host, "kiln/os:v1")
-	prov := Provenance{Pool: "worker", RenderedName: "rendered-worker-1", RenderedHash: "sha256:" + strings.Repeat("b", 64),
-		BaseImage: reg.Host + "/base/os@sha256:" + strings.Repeat("c", 64), KmodDigests: []string{"sha256:" + strings.Repeat("d", 64)}, RunID: "kiln-worker-abc"}
+	prov := testInputs(t, reg.Host)
 
-	res, err := Sign(ctx, r, SignInput{Image: image, Key: keys.priv, Password: keys.pass, Provenance: prov})
+	res, err := Sign(ctx, r, SignInput{Image: image, Key: keys.priv, Password: keys.pass, Inputs: prov, RunID: "kiln-worker-abc"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +79,7 @@ func TestSignAndVerify(t *testing.T) {
 		t.Fatalf("refs %+v", res)
 	}
 	// Signing again adds no duplicate signature.
-	if _, err := Sign(ctx, r, SignInput{Image: image, Key: keys.priv, Password: keys.pass, Provenance: prov}); err != nil {
+	if _, err := Sign(ctx, r, SignInput{Image: image, Key: keys.priv, Password: keys.pass, Inputs: prov, RunID: "kiln-worker-abc"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -90,7 +102,7 @@ func TestSignAndVerify(t *testing.T) {
 		t.Errorf("StatementInputs: base %q, want the provenance's base image digest", got)
 	}
 	stmt, _ := json.Marshal(stmts[0])
-	for _, want := range []string{"https://slsa.dev/provenance/v1", prov.RenderedHash[7:], "kiln-worker-abc", strings.Repeat("c", 64), strings.Repeat("d", 64)} {
+	for _, want := range []string{"https://slsa.dev/provenance/v1", strings.Repeat("b", 64), "kiln-worker-abc", strings.Repeat("c", 64), strings.Repeat("d", 64)} {
 		if !strings.Contains(string(stmt), want) {
 			t.Errorf("statement lacks %q: %s", want, stmt)
 		}
@@ -152,7 +164,7 @@ func TestSignSurvivesAnotherWriter(t *testing.T) {
 	kiln, other := newKeys(t, "pw"), newKeys(t, "pw2")
 	sign := func(k keyPair) {
 		t.Helper()
-		if _, err := Sign(ctx, r, SignInput{Image: image, Key: k.priv, Password: k.pass, Provenance: Provenance{Pool: "worker"}}); err != nil {
+		if _, err := Sign(ctx, r, SignInput{Image: image, Key: k.priv, Password: k.pass, Inputs: testInputs(t, reg.Host)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -170,7 +182,7 @@ func TestSignSurvivesAnotherWriter(t *testing.T) {
 	ov, _ := LoadVerifier(other.pubPath)
 	sv, _ := cosign.LoadPrivateKey(kiln.priv, kiln.pass, nil)
 	sig, _ := signatureFor(ctx, digest, sv, nil)
-	att, _ := attestationFor(ctx, digest, sv, nil, Provenance{Pool: "worker"})
+	att, _ := attestationFor(ctx, digest, sv, nil, testInputs(t, reg.Host), "")
 	if ok, err := published(digest, cremote.NewDupeDetector(kv), sig, att, nil); err != nil || ok {
 		t.Fatalf("published after the other writer dropped kiln's signature: %v, %v; want false", ok, err)
 	}

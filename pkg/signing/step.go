@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
 // SignOptions are the flags of `kiln-steps image-sign`.
@@ -59,18 +59,15 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	rep, err := osimage.ReadReport(osimage.ReportPath(dir))
+	rec, err := trust.ReadRecord(filepath.Join(dir, "build.json"))
 	if err != nil {
 		return err
 	}
-	if rep.Ref != o.Image {
+	if rec.Ref != o.Image {
 		// Fail closed: never attest one image with another build's inputs.
-		return fmt.Errorf("signing %s: work/image/build.json describes %s; refusing to attest inputs of another image", o.Image, rep.Ref)
+		return fmt.Errorf("signing %s: work/image/build.json describes %s; refusing to attest inputs of another image", o.Image, rec.Ref)
 	}
-	in := SignInput{Image: o.Image, Provenance: Provenance{
-		Pool: rep.Pool, RenderedName: rep.RenderedName, RenderedHash: rep.RenderedHash,
-		BaseImage: rep.Base, KmodDigests: rep.KmodDigests, RunID: o.RunID,
-	}}
+	in := SignInput{Image: o.Image, Inputs: rec.Inputs, RunID: o.RunID}
 	if o.Keyless {
 		in.Keyless = &KeylessOptions{FulcioURL: o.FulcioURL, RekorURL: o.RekorURL, IDTokenPath: o.IDTokenPath}
 	} else {
