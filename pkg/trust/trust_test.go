@@ -47,7 +47,9 @@ func TestFingerprintChangesWithEveryInput(t *testing.T) {
 	}
 	// Order of kmod digests is not an input.
 	two := func(a, b string) func(*NodeImage) {
-		return func(n *NodeImage) { n.KmodDigests = []string{"sha256:" + strings.Repeat(a, 64), "sha256:" + strings.Repeat(b, 64)} }
+		return func(n *NodeImage) {
+			n.KmodDigests = []string{"sha256:" + strings.Repeat(a, 64), "sha256:" + strings.Repeat(b, 64)}
+		}
 	}
 	if nodeInputs(t, two("1", "2")).Fingerprint() != nodeInputs(t, two("2", "1")).Fingerprint() {
 		t.Error("kmod digest order changed the fingerprint")
