@@ -42,12 +42,12 @@ func TestSignVerifyWithTLSAndAuth(t *testing.T) {
 	keys := newKeys(t, "pw")
 
 	_, err := Sign(ctx, registry.Remote{AuthFile: bad, Transport: reg.Transport(), Backoff: remote.Backoff{Steps: 1}},
-		SignInput{Image: image, Key: keys.priv, Password: keys.pass})
+		SignInput{Image: image, Key: keys.priv, Password: keys.pass, Inputs: testInputs(t, reg.Host)})
 	if !errors.Is(err, registry.ErrAuth) {
 		t.Fatalf("sign with wrong credentials: %v, want an auth failure", err)
 	}
 	if _, err := Sign(ctx, registry.Remote{AuthFile: good, Transport: reg.Transport()},
-		SignInput{Image: image, Key: keys.priv, Password: keys.pass}); err != nil {
+		SignInput{Image: image, Key: keys.priv, Password: keys.pass, Inputs: testInputs(t, reg.Host)}); err != nil {
 		t.Fatal(err)
 	}
 	in := PolicyInput{Image: image, KeyPath: keys.pubPath, AuthFile: good, CertDir: certDir, OutDir: t.TempDir()}

@@ -22,7 +22,7 @@ func TestVerifyPolicy(t *testing.T) {
 	r := registry.Remote{Insecure: []string{reg.Host}}
 	keys := newKeys(t, "pw")
 	signed := pushImage(t, reg.Host, "kiln/os:v1")
-	if _, err := Sign(ctx, r, SignInput{Image: signed, Key: keys.priv, Password: keys.pass}); err != nil {
+	if _, err := Sign(ctx, r, SignInput{Image: signed, Key: keys.priv, Password: keys.pass, Inputs: testInputs(t, reg.Host)}); err != nil {
 		t.Fatal(err)
 	}
 	unsigned := pushImage(t, reg.Host, "kiln/os:unsigned")
@@ -106,7 +106,7 @@ func TestVerifyPolicyIndex(t *testing.T) {
 	}
 	d, _ := idx.Digest()
 	image := ref.Context().Digest(d.String()).String()
-	if _, err := Sign(ctx, r, SignInput{Image: image, Key: keys.priv, Password: keys.pass}); err != nil {
+	if _, err := Sign(ctx, r, SignInput{Image: image, Key: keys.priv, Password: keys.pass, Inputs: testInputs(t, reg.Host)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := VerifyPolicy(ctx, PolicyInput{Image: image, KeyPath: keys.pubPath, Insecure: true, OutDir: t.TempDir()}); err != nil {

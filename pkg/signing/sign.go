@@ -67,6 +67,9 @@ type SignResult struct {
 // .att tags), so `cosign verify --key` and `cosign verify-attestation
 // --key` accept them. Nothing is uploaded to a transparency log.
 func Sign(ctx context.Context, r registry.Remote, in SignInput) (*SignResult, error) {
+	if err := in.Inputs.Validate(); err != nil {
+		return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
+	}
 	digest, err := parseDigest(r, in.Image)
 	if err != nil {
 		return nil, err

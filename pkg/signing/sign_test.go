@@ -125,14 +125,16 @@ func TestSignRefusals(t *testing.T) {
 	r := registry.Remote{Insecure: []string{reg.Host}}
 	keys := newKeys(t, "pw")
 	image := pushImage(t, reg.Host, "kiln/os:v1")
+	in := testInputs(t, reg.Host)
 	tests := []struct {
 		name string
 		in   SignInput
 		want string
 	}{
-		{"tag", SignInput{Image: reg.Host + "/kiln/os:v1", Key: keys.priv, Password: keys.pass}, "by digest"},
-		{"bad password", SignInput{Image: image, Key: keys.priv, Password: []byte("nope")}, "loading the cosign key"},
-		{"keyless incomplete", SignInput{Image: image, Keyless: &KeylessOptions{}}, "keyless needs"},
+		{"tag", SignInput{Image: reg.Host + "/kiln/os:v1", Key: keys.priv, Password: keys.pass, Inputs: in}, "by digest"},
+		{"bad password", SignInput{Image: image, Key: keys.priv, Password: []byte("nope"), Inputs: in}, "loading the cosign key"},
+		{"keyless incomplete", SignInput{Image: image, Keyless: &KeylessOptions{}, Inputs: in}, "keyless needs"},
+		{"no inputs", SignInput{Image: image, Key: keys.priv, Password: keys.pass}, "no build type"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,7 +147,7 @@ func TestSignRefusals(t *testing.T) {
 			}
 		})
 	}
-	_, err := Sign(ctx, r, SignInput{Image: image, Keyless: &KeylessOptions{FulcioURL: "a", RekorURL: "b", IDTokenPath: "/nonexistent/token"}})
+	_, err := Sign(ctx, r, SignInput{Image: image, Keyless: &KeylessOptions{FulcioURL: "a", RekorURL: "b", IDTokenPath: "/nonexistent/token"}, Inputs: in})
 	if err == nil || !strings.Contains(err.Error(), "keyless: reading the identity token") {
 		t.Errorf("keyless without a token: %v", err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/mcosim"
 )
@@ -245,7 +246,12 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 	var images []string
 	for _, n := range []string{"a", "b", "c"} {
 		img := pushRandom(t, e.Registry.Ref("rbac/"+n+":1"))
-		if _, err := signing.Sign(ctx, registry.Remote{Insecure: []string{e.Registry.Host}}, signing.SignInput{Image: img, Key: keys.PrivateBytes, Password: []byte("pw")}); err != nil {
+		inputs, err := trust.NodeImage{Pool: "worker", BaseImage: img, RenderedName: "rendered-worker-" + n,
+			RenderedHash: "sha256:" + strings.Repeat("b", 64), Source: "https://github.com/kiln-dev/kiln", Builder: "fast"}.Inputs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := signing.Sign(ctx, registry.Remote{Insecure: []string{e.Registry.Host}}, signing.SignInput{Image: img, Key: keys.PrivateBytes, Password: []byte("pw"), Inputs: inputs}); err != nil {
 			t.Fatal(err)
 		}
 		images = append(images, img)
