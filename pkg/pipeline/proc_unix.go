@@ -67,6 +67,11 @@ func stopGroup(pgid int, grace time.Duration) {
 		}
 	}
 	_ = signalGroup(pgid, syscall.SIGKILL)
+	// SIGKILL is delivered asynchronously: wait, briefly, until the
+	// group is gone, so that a stopped run has really stopped.
+	for deadline := time.Now().Add(time.Second); groupAlive(pgid) && time.Now().Before(deadline); {
+		time.Sleep(groupPoll / 5)
+	}
 }
 
 func signalGroup(pgid int, sig syscall.Signal) error {
