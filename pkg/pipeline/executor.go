@@ -40,8 +40,9 @@ type Executor struct {
 	RunName string
 	// Namespace is $(context.*.namespace); empty uses "default".
 	Namespace string
-	// KillGrace is how long a cancelled step gets between SIGTERM and
-	// SIGKILL; zero means 5s.
+	// KillGrace is how long a cancelled step's process group, or what a
+	// step left running in its group when it ended, gets between SIGTERM
+	// and SIGKILL; zero means 5s.
 	KillGrace time.Duration
 	// OnTask, if set, is called as each task starts (StateRunning) and
 	// as it ends (its final status), in order, from one goroutine: local
