@@ -40,9 +40,14 @@ type Executor struct {
 	RunName string
 	// Namespace is $(context.*.namespace); empty uses "default".
 	Namespace string
-	// KillGrace is how long a cancelled step gets between SIGTERM and
-	// SIGKILL; zero means 5s.
+	// KillGrace is how long a cancelled step's process group, or what a
+	// step left running in its group when it ended, gets between SIGTERM
+	// and SIGKILL; zero means 5s.
 	KillGrace time.Duration
+	// OnTask, if set, is called as each task starts (StateRunning) and
+	// as it ends (its final status), in order, from one goroutine: local
+	// mode records with it where an interrupted run stood.
+	OnTask func(task, status string)
 
 	mu sync.Mutex // serialises Out
 }
@@ -52,6 +57,8 @@ const (
 	StateSucceeded = "Succeeded"
 	StateFailed    = "Failed"
 	StateSkipped   = "Skipped"
+	// StateRunning is only reported to OnTask.
+	StateRunning = "Running"
 )
 
 // TaskResult is one PipelineTask's outcome.
@@ -134,6 +141,12 @@ func (e *Executor) killGrace() time.Duration {
 	return 5 * time.Second
 }
 
+func (e *Executor) notify(task, status string) {
+	if e.OnTask != nil {
+		e.OnTask(task, status)
+	}
+}
+
 func (e *Executor) printf(format string, args ...any) {
 	if e.Out == nil {
 		return
@@ -153,6 +166,10 @@ func (e *Executor) Run(ctx context.Context, p *tektonv1.Pipeline, params map[str
 	if err != nil {
 		return nil, err
 	}
+	if r.wd, err = startWatchdog(e.killGrace()); err != nil {
+		return nil, fmt.Errorf("starting the watchdog of PipelineRun %s: %w", r.runName, err)
+	}
+	defer r.wd.stop()
 	return r.run(ctx), nil
 }
 

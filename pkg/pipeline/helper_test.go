@@ -5,8 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -46,6 +49,9 @@ func helperMain(args []string) int {
 	failBelow := fs.Int("fail-below", 0, "")
 	touch := fs.String("touch", "", "")
 	echo := fs.Bool("echo-greeting", false, "")
+	spawn := fs.Bool("spawn", false, "")
+	ignoreTerm := fs.Bool("ignore-term", false, "")
+	reportTo := fs.String("report-to", "", "")
 	fs.Var(&results, "result", "K=V")
 	fs.Var(&big, "big", "K:N")
 	fs.Var(&copyRes, "copy", "SRC:DST")
@@ -65,6 +71,21 @@ func helperMain(args []string) int {
 	if *outPath != "" && *outPath != filepath.Join(*resultsDir, "OUT") {
 		fmt.Fprintf(os.Stderr, "$(results.OUT.path) %s is not under --results-dir %s\n", *outPath, *resultsDir)
 		return 9
+	}
+	if *ignoreTerm {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if *reportTo != "" {
+		if err := reportPids(*reportTo); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	if *spawn {
+		if err := spawnGrandchild(os.Getenv("KILN_PIDS")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	time.Sleep(*sleep)
 	write := func(k, v string) bool {
@@ -145,4 +166,19 @@ func stageMain(args []string) int {
 		}
 	}
 	return 0
+}
+
+// spawnGrandchild starts a helper that ignores SIGTERM and sleeps, as a
+// tool a step runs might; once it ignores SIGTERM it writes
+// "<this pid> <its pid>" to path.
+func spawnGrandchild(path string) error {
+	return exec.Command(os.Args[0], "--name=grandchild", "--sleep=1h", "--ignore-term", "--report-to="+path).Start()
+}
+
+func reportPids(path string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(fmt.Sprintf("%d %d", os.Getppid(), os.Getpid())), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

@@ -32,6 +32,7 @@ type run struct {
 	order      []string
 	pts        map[string]tektonv1.PipelineTask
 	state      map[string]*TaskResult
+	wd         *watchdog
 }
 
 type outcome struct {
@@ -123,11 +124,14 @@ func (r *run) schedule(ctx context.Context, finally bool) {
 				case reason == invalidResultRef:
 					st.Status, st.Reason, st.Message = StateFailed, string(tektonv1.PipelineRunReasonInvalidTaskResultReference), msg
 					r.e.printf("%-12s %s (%s): %s", n, st.Status, st.Reason, msg)
+					r.e.notify(n, st.Status)
 				case reason != "":
 					st.Status, st.Reason = StateSkipped, reason
 					r.e.printf("%-12s %s: %s", n, st.Status, st.Reason)
+					r.e.notify(n, st.Status)
 				default:
 					running++
+					r.e.notify(n, StateRunning)
 					go func() { done <- outcome{n, r.execute(ctx, pt)} }()
 				}
 			}
@@ -138,6 +142,7 @@ func (r *run) schedule(ctx context.Context, finally bool) {
 		o := <-done
 		running--
 		*r.state[o.name] = o.res
+		r.e.notify(o.name, o.res.Status)
 	}
 }
 
@@ -322,7 +327,7 @@ func (r *run) execute(ctx context.Context, pt tektonv1.PipelineTask) TaskResult 
 	spec.Steps = steps
 	tr := &taskRun{
 		name: pt.Name, runName: r.runName + "-" + pt.Name, taskName: task.Name, spec: spec,
-		params: pt.Params, bound: map[string]string{}, dir: st.Dir, retries: pt.Retries, namespace: r.ns,
+		params: pt.Params, bound: map[string]string{}, dir: st.Dir, retries: pt.Retries, namespace: r.ns, wd: r.wd,
 	}
 	if pt.Timeout != nil {
 		tr.timeout = pt.Timeout.Duration

@@ -55,6 +55,7 @@ type taskRun struct {
 	timeout   time.Duration
 	retries   int
 	namespace string
+	wd        *watchdog
 }
 
 // attempt runs the steps once. It returns the results, the Tekton reason
@@ -146,8 +147,11 @@ func (e *Executor) step(ctx context.Context, tr *taskRun, s *tektonv1.Step, tekt
 	}
 	defer log.Close()
 	cmd.Stdout, cmd.Stderr = log, log
-	setProcessGroup(cmd, e.killGrace())
-	return cmd.Run()
+	wait, err := startStep(cmd, e.killGrace(), tr.wd)
+	if err != nil {
+		return err
+	}
+	return wait()
 }
 
 // command maps a step's command to a local executable, made absolute:

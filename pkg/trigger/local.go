@@ -48,17 +48,14 @@ func ReadState(dir string) (State, error) {
 	return st, nil
 }
 
-// Write saves the state, atomically.
+// Write saves the state atomically: a kill leaves the old state or the
+// new one, never a torn file.
 func (st State) Write(dir string) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, stateFile+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, stateFile))
+	return writeFileAtomic(filepath.Join(dir, stateFile), append(b, '\n'), 0o644)
 }
 
 // PoolPlan is local mode's decision for one enabled pool.

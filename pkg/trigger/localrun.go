@@ -55,6 +55,11 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
+	release, err := lockOutput(out)
+	if err != nil {
+		return err
+	}
+	defer release()
 	tasks, err := pipeline.LoadTasks(ctx, filepath.Join(o.Local.Root, "tasks"))
 	if err != nil {
 		return err
@@ -151,8 +156,10 @@ func (l *localRun) runAll(ctx context.Context, todo []PoolPlan, waves map[string
 
 func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	runDir := filepath.Join(l.out, "runs", pl.Run)
-	// A run folder left by a failed attempt is replaced, not mixed in.
-	if err := os.RemoveAll(runDir); err != nil {
+	// A run folder left by a failed or killed attempt is replaced, not
+	// mixed in (localattempt.go says why).
+	att, err := startAttempt(l.w, runDir, pl.Run)
+	if err != nil {
 		return err
 	}
 	work := filepath.Join(runDir, "work")
@@ -168,7 +175,7 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 		"work": work, "manifests": l.src, "signing-key": l.keys.Cosign, "public-key": l.keys.Cosign,
 		"kmod-signing-cert": l.keys.KmodCert, "kmod-signing-key": l.keys.KmodKey,
 	}
-	l.exec.RunName = pl.Run
+	l.exec.RunName, l.exec.OnTask = pl.Run, att.record
 	res, err := l.exec.Run(ctx, l.p, params, ws, filepath.Join(runDir, "tasks"))
 	if err != nil {
 		return fmt.Errorf("running %s for pool %s: %w", pl.Run, pl.Pool, err)
@@ -180,13 +187,18 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	s.patched = taskResult(res, "bootimages", "MACHINESETS_PATCHED")
 	l.summaries = append(l.summaries, s)
 	if err := res.Err(); err != nil {
+		att.end(res.Status)
 		return err
 	}
 	if err := collectGitOps(work, filepath.Join(l.out, "gitops"), pl.Pool); err != nil {
 		return err
 	}
 	l.st.Pools[pl.Pool] = PoolState{Fingerprint: pl.Fingerprint.Sum, Parts: pl.Fingerprint.Parts, Run: pl.Run}
-	return l.st.Write(l.out)
+	if err := l.st.Write(l.out); err != nil {
+		return err
+	}
+	att.end(res.Status)
+	return nil
 }
 
 func (l *localRun) printSummary() {
@@ -224,7 +236,7 @@ func collectGitOps(work, out, pool string) error {
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 			return err
 		}
-		if err := os.WriteFile(to, b, 0o644); err != nil {
+		if err := writeFileAtomic(to, b, 0o644); err != nil {
 			return err
 		}
 	}
