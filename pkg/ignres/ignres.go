@@ -217,6 +217,30 @@ func Content(raw []byte, r ign35types.Resource, lim *Limit, more ...*Limit) ([]b
 	return buf.Bytes(), nil
 }
 
+// ReferenceContent returns the decompressed content of a referenced config
+// (ignition.config.merge/replace) and checks its hash the way Ignition's
+// fetchReferencedConfig does: decompress first, then util.AssertValid,
+// which compares the sum as a lower-case hex string (so, unlike for files,
+// an upper-case sum does not match).
+func ReferenceContent(raw []byte, r ign35types.Resource, lim *Limit, more ...*Limit) ([]byte, error) {
+	v, err := ParseHash(r.Verification)
+	if err != nil {
+		return nil, err
+	}
+	unhashed := r
+	unhashed.Verification = ign35types.Verification{}
+	content, err := Content(raw, unhashed, lim, more...)
+	if err != nil || v.Hash == nil {
+		return content, err
+	}
+	_, sum, _ := r.Verification.HashParts()
+	v.Hash.Write(content)
+	if got := hex.EncodeToString(v.Hash.Sum(nil)); got != sum {
+		return nil, &HashMismatchError{Function: v.Function, Calculated: got, Expected: sum, Compressed: Compressed(r)}
+	}
+	return content, nil
+}
+
 // DataURL decodes a data: URL with the library Ignition uses.
 func DataURL(src string) ([]byte, error) {
 	d, err := dataurl.DecodeString(src)

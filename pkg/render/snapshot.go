@@ -102,7 +102,7 @@ func (s snapshotter) reference(ctx context.Context, r ign35types.Resource, where
 	if err != nil {
 		return ign35types.Config{}, err
 	}
-	body, err := ignres.Content(raw, r, ignres.ReferenceLimit(), s.inflated)
+	body, err := ignres.ReferenceContent(raw, r, ignres.ReferenceLimit(), s.inflated)
 	if err != nil {
 		return ign35types.Config{}, s.sourceError(r, where, err)
 	}
@@ -127,7 +127,7 @@ func (s snapshotter) keptReference(r ign35types.Resource, where string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ignres.Copy(io.Discard, bytes.NewReader(raw), r, ignres.ReferenceLimit(), s.inflated); err != nil {
+	if _, err := ignres.ReferenceContent(raw, r, ignres.ReferenceLimit(), s.inflated); err != nil {
 		return s.sourceError(r, where, err)
 	}
 	return nil
