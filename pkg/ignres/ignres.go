@@ -36,12 +36,15 @@ import (
 	"github.com/vincent-petithory/dataurl"
 )
 
+// MaxRenderedConfig is MCO's cap on a rendered MachineConfig: 1,572,864
+// bytes (1.5 MiB, etcd's request limit).
+const MaxRenderedConfig = 1572864
+
 // MaxReferencedConfig is the most bytes a referenced config
-// (ignition.config.merge/replace) may hold after decompression: 1,572,864
-// bytes, the cap MCO puts on a rendered MachineConfig (etcd's request
-// limit). A referenced config is merged into the rendered one, so a larger
-// one could never be rendered.
-const MaxReferencedConfig int64 = 1572864
+// (ignition.config.merge/replace) may hold after decompression: a
+// referenced config is merged into the rendered one, so one larger than
+// MaxRenderedConfig could never be rendered.
+const MaxReferencedConfig int64 = MaxRenderedConfig
 
 // MaxContent is the most bytes, after decompression, that the files,
 // appends and TLS CAs of one rendered config may hold together (64 MiB), and

@@ -3,10 +3,9 @@ package osimage
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"path"
 	"sort"
@@ -16,7 +15,8 @@ import (
 	ign "github.com/coreos/ignition/v2/config/v3_5"
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	"github.com/vincent-petithory/dataurl"
+
+	"github.com/kiln-dev/kiln/pkg/ignres"
 )
 
 // CurrentConfigPath is where the MCD keeps the config a node runs; kiln puts
@@ -63,15 +63,23 @@ func PlanLayer(mc *mcfgv1.MachineConfig) (*Plan, error) {
 	if mc == nil || mc.Name == "" {
 		return nil, fmt.Errorf("planning layer: rendered MachineConfig has no metadata.name")
 	}
+	// A rendered config is never larger (MCO's cap, which render applies):
+	// refuse before parsing, so a huge file costs no memory.
+	if n := len(mc.Spec.Config.Raw); n > ignres.MaxRenderedConfig {
+		return nil, fmt.Errorf("planning layer for MachineConfig %s: spec.config is %d bytes, more than the %d-byte cap on a rendered config", mc.Name, n, ignres.MaxRenderedConfig)
+	}
 	cfg, err := parseIgnition(mc)
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{mc: mc.Name, entries: map[string]Entry{}}
+	p := &planner{mc: mc.Name, entries: map[string]Entry{}, content: ignres.ContentLimit()}
 	for _, d := range cfg.Storage.Directories {
 		p.directory(d)
 	}
 	for _, f := range cfg.Storage.Files {
+		if p.full {
+			break
+		}
 		p.file(f)
 	}
 	for _, l := range cfg.Storage.Links {
@@ -137,11 +145,15 @@ func normalisedConfig(mc *mcfgv1.MachineConfig) ([]byte, error) {
 }
 
 type planner struct {
-	mc         string
+	mc string
+	// content bounds the decompressed bytes of all files together.
+	content    *ignres.Limit
 	entries    map[string]Entry
 	errs       []string
 	buildah    []string
 	enableBase []string
+	// full is set once the content budget is spent: no later file is read.
+	full bool
 }
 
 func (p *planner) errorf(format string, args ...any) {
@@ -226,9 +238,12 @@ func (p *planner) file(f igntypes.File) {
 		p.errorf("storage.files %s: append is not supported", f.Path)
 		return
 	}
-	data, err := decodeContents(f.Contents)
+	data, err := decodeContents(f.Contents, p.content)
 	if err != nil {
 		p.errorf("storage.files %s: %v", f.Path, err)
+		if errors.Is(err, ignres.ErrTooLarge) {
+			p.full = true
+		}
 		return
 	}
 	p.add(Entry{Path: f.Path, Type: tar.TypeReg, Mode: mode(f.Mode, 0o644), UID: uid, GID: gid, Data: data, Origin: "storage.files"})
@@ -252,10 +267,12 @@ func (p *planner) link(l igntypes.Link) {
 	p.add(Entry{Path: l.Path, Type: typ, Mode: 0o777, UID: uid, GID: gid, Link: target, Origin: "storage.links"})
 }
 
-// decodeContents decodes a data: URL (Ignition's own dataurl library) and
-// gunzips when compression is gzip. Remote sources were embedded by render
-// (DESIGN §4), so any other scheme here is an error.
-func decodeContents(r igntypes.Resource) ([]byte, error) {
+// decodeContents decodes a data: URL (Ignition's own dataurl library),
+// decompresses it and checks verification.hash over the decompressed
+// content as the node's Ignition would (pkg/ignres), charging lim: a bomb
+// is refused once it passes what is left. Remote sources were embedded by
+// render (DESIGN §4), so any other scheme here is an error.
+func decodeContents(r igntypes.Resource, lim *ignres.Limit) ([]byte, error) {
 	if r.Source == nil {
 		return []byte{}, nil
 	}
@@ -266,32 +283,15 @@ func decodeContents(r igntypes.Resource) ([]byte, error) {
 	if u.Scheme != "data" {
 		return nil, fmt.Errorf("contents.source: scheme %q; render embeds remote sources as data: URLs, only data: is accepted here", u.Scheme)
 	}
-	du, err := dataurl.DecodeString(*r.Source)
+	raw, err := ignres.DataURL(*r.Source)
 	if err != nil {
-		return nil, fmt.Errorf("contents.source: decoding data URL: %w", err)
+		return nil, fmt.Errorf("contents.source: %w", err)
 	}
-	data := du.Data
-	switch c := strOr(r.Compression); c {
-	case "":
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("contents: gunzipping: %w", err)
-		}
-		if data, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("contents: gunzipping: %w", err)
-		}
-	default:
-		return nil, fmt.Errorf("contents.compression %q: only gzip is supported", c)
+	data, err := ignres.Content(raw, r, lim)
+	if err != nil {
+		return nil, fmt.Errorf("contents: %w", err)
 	}
 	return data, nil
-}
-
-func strOr(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // sorted returns every entry plus the parent folders they need, sorted by
@@ -318,8 +318,13 @@ func (p *planner) sorted() []Entry {
 // Tar writes the entries as one uncompressed tar stream: fixed mtime, no
 // user or group names, paths relative to / as OCI layers have them.
 func (pl *Plan) Tar() ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	// Sized once: growing by doubling would hold up to twice the layer.
+	size := 1024
+	for _, e := range pl.Entries {
+		size += len(e.Data) + 2048
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	tw := tar.NewWriter(buf)
 	for _, e := range pl.Entries {
 		h := &tar.Header{
 			Typeflag: e.Type,

@@ -8,11 +8,13 @@ import (
 	"github.com/clarketm/json"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-dev/kiln/pkg/ignres"
 )
 
 // MaxConfigSize is MCO's cap on a rendered MachineConfig's JSON (etcd's
 // request limit is 1.5 MiB).
-const MaxConfigSize = 1572864
+const MaxConfigSize = ignres.MaxRenderedConfig
 
 // Request is everything one render needs. Render never contacts a container
 // registry: image references are recorded as given.
