@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"path"
 	"sort"
@@ -37,8 +38,12 @@ type Entry struct {
 	Type     byte   // tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeLink
 	Mode     int64  // permission bits
 	UID, GID int
-	Data     []byte // regular files
+	Data     []byte // regular files held in memory
 	Link     string // symlink or hard link target
+	// content stands for Data for storage.files: the still-compressed
+	// bytes, inflated straight into the layer, so a file's decompressed
+	// bytes are never held besides the layer itself.
+	content *content
 	// Origin says where the entry came from, for reports and errors.
 	Origin string
 }
@@ -238,7 +243,7 @@ func (p *planner) file(f igntypes.File) {
 		p.errorf("storage.files %s: append is not supported", f.Path)
 		return
 	}
-	data, err := decodeContents(f.Contents, p.content)
+	c, err := decodeContents(f.Contents, p.content)
 	if err != nil {
 		p.errorf("storage.files %s: %v", f.Path, err)
 		if errors.Is(err, ignres.ErrTooLarge) {
@@ -246,7 +251,7 @@ func (p *planner) file(f igntypes.File) {
 		}
 		return
 	}
-	p.add(Entry{Path: f.Path, Type: tar.TypeReg, Mode: mode(f.Mode, 0o644), UID: uid, GID: gid, Data: data, Origin: "storage.files"})
+	p.add(Entry{Path: f.Path, Type: tar.TypeReg, Mode: mode(f.Mode, 0o644), UID: uid, GID: gid, content: c, Origin: "storage.files"})
 }
 
 func (p *planner) link(l igntypes.Link) {
@@ -267,14 +272,30 @@ func (p *planner) link(l igntypes.Link) {
 	p.add(Entry{Path: l.Path, Type: typ, Mode: 0o777, UID: uid, GID: gid, Link: target, Origin: "storage.links"})
 }
 
+// content is a file's contents as the rendered config holds them (data:
+// URL decoded, still compressed), already checked.
+type content struct {
+	raw  []byte
+	res  igntypes.Resource
+	size int64
+}
+
+// write inflates the content into w, checking it again against its hash
+// and its measured size.
+func (c *content) write(w io.Writer) error {
+	_, err := ignres.Copy(w, bytes.NewReader(c.raw), c.res, ignres.NewLimit(c.size, "size measured when planning"))
+	return err
+}
+
 // decodeContents decodes a data: URL (Ignition's own dataurl library),
 // decompresses it and checks verification.hash over the decompressed
 // content as the node's Ignition would (pkg/ignres), charging lim: a bomb
-// is refused once it passes what is left. Remote sources were embedded by
-// render (DESIGN §4), so any other scheme here is an error.
-func decodeContents(r igntypes.Resource, lim *ignres.Limit) ([]byte, error) {
+// is refused once it passes what is left. Only the size is kept; the layer
+// inflates the content again as it writes it. Remote sources were embedded
+// by render (DESIGN §4), so any other scheme here is an error.
+func decodeContents(r igntypes.Resource, lim *ignres.Limit) (*content, error) {
 	if r.Source == nil {
-		return []byte{}, nil
+		return &content{raw: []byte{}}, nil
 	}
 	u, err := url.Parse(*r.Source)
 	if err != nil {
@@ -287,11 +308,19 @@ func decodeContents(r igntypes.Resource, lim *ignres.Limit) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("contents.source: %w", err)
 	}
-	data, err := ignres.Content(raw, r, lim)
+	n, err := ignres.Copy(io.Discard, bytes.NewReader(raw), r, lim)
 	if err != nil {
 		return nil, fmt.Errorf("contents: %w", err)
 	}
-	return data, nil
+	return &content{raw: raw, res: r, size: n}, nil
+}
+
+// size is the entry's content length.
+func (e Entry) size() int64 {
+	if e.content != nil {
+		return e.content.size
+	}
+	return int64(len(e.Data))
 }
 
 // sorted returns every entry plus the parent folders they need, sorted by
@@ -321,7 +350,7 @@ func (pl *Plan) Tar() ([]byte, error) {
 	// Sized once: growing by doubling would hold up to twice the layer.
 	size := 1024
 	for _, e := range pl.Entries {
-		size += len(e.Data) + 2048
+		size += int(e.size()) + 2048
 	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	tw := tar.NewWriter(buf)
@@ -340,13 +369,19 @@ func (pl *Plan) Tar() ([]byte, error) {
 			h.Name += "/"
 		}
 		if e.Type == tar.TypeReg {
-			h.Size = int64(len(e.Data))
+			h.Size = e.size()
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, fmt.Errorf("writing layer entry %s: %w", e.Path, err)
 		}
 		if e.Type == tar.TypeReg {
-			if _, err := tw.Write(e.Data); err != nil {
+			var err error
+			if e.content != nil {
+				err = e.content.write(tw)
+			} else {
+				_, err = tw.Write(e.Data)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("writing layer entry %s: %w", e.Path, err)
 			}
 		}
