@@ -119,8 +119,9 @@ func TestRenderRefusesManySourcesInflatingPastTheBudget(t *testing.T) {
 	bomb := zeroBomb(15)
 	srv, _ := serve(t, map[string][]byte{"b": bomb})
 	var fs []string
+	sum := sha512Zeros(15 << 20)
 	for i := 0; i < 5; i++ { // 75 MiB in all, each one under the limit
-		fs = append(fs, fmt.Sprintf(`{"path":"/etc/b%d","mode":420,"contents":{"source":"%s/b","compression":"gzip","verification":{"hash":"%s"}}}`, i, srv.URL, sha512Zeros(15<<20)))
+		fs = append(fs, fmt.Sprintf(`{"path":"/etc/b%d","mode":420,"contents":{"source":"%s/b","compression":"gzip","verification":{"hash":"%s"}}}`, i, srv.URL, sum))
 	}
 	r, err := renderOne(t, `{"ignition":{"version":"3.5.0"},"storage":{"files":[`+strings.Join(fs, ",")+`]}}`)
 	wantRefused(t, r, err, "spec.config.storage.files[4] (/etc/b4) contents", "more than 67108864 bytes after decompression")
