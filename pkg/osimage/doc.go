@@ -2,7 +2,8 @@
 //
 // The fast path (Build) turns the rendered MachineConfig into one
 // deterministic tar layer — Ignition files (data: URLs decoded, gunzipped,
-// modes and owners kept), directories, links, systemd units, dropins, the
+// verification.hash checked over the decompressed content as Ignition
+// does, modes and owners kept), directories, links, systemd units, dropins, the
 // symlinks `systemctl enable` makes, and /etc/machine-config-daemon/currentconfig
 // — and appends it to the base with go-containerregistry. Base blobs are
 // mounted across repositories, never downloaded (only the base's manifest
@@ -17,6 +18,12 @@
 // content, extensions, a kernelType swap and enabling units of the base: a
 // generated Containerfile (GenerateContainerfile) built with
 // `buildah bud --layers --timestamp 0`.
+//
+// Inputs are bounded (pkg/ignres): a rendered config over 1,572,864 bytes
+// (MCO's cap) is refused before it is parsed, and its files may hold at most
+// 64 MiB together once decompressed (ignres.MaxContent); a file is inflated
+// once to check it and again straight into the layer, so no decompressed
+// copy is kept beside the layer.
 //
 // Preflight checks a custom base against the payload's base: same leading
 // layers, same OS version label; a failure is an error.

@@ -3,8 +3,8 @@ package osimage
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -16,7 +16,8 @@ import (
 	ign "github.com/coreos/ignition/v2/config/v3_5"
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	"github.com/vincent-petithory/dataurl"
+
+	"github.com/kiln-dev/kiln/pkg/ignres"
 )
 
 // CurrentConfigPath is where the MCD keeps the config a node runs; kiln puts
@@ -37,8 +38,12 @@ type Entry struct {
 	Type     byte   // tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeLink
 	Mode     int64  // permission bits
 	UID, GID int
-	Data     []byte // regular files
+	Data     []byte // regular files held in memory
 	Link     string // symlink or hard link target
+	// content stands for Data for storage.files: the still-compressed
+	// bytes, inflated straight into the layer, so a file's decompressed
+	// bytes are never held besides the layer itself.
+	content *content
 	// Origin says where the entry came from, for reports and errors.
 	Origin string
 }
@@ -63,15 +68,23 @@ func PlanLayer(mc *mcfgv1.MachineConfig) (*Plan, error) {
 	if mc == nil || mc.Name == "" {
 		return nil, fmt.Errorf("planning layer: rendered MachineConfig has no metadata.name")
 	}
+	// A rendered config is never larger (MCO's cap, which render applies):
+	// refuse before parsing, so a huge file costs no memory.
+	if n := len(mc.Spec.Config.Raw); n > ignres.MaxRenderedConfig {
+		return nil, fmt.Errorf("planning layer for MachineConfig %s: spec.config is %d bytes, more than the %d-byte cap on a rendered config", mc.Name, n, ignres.MaxRenderedConfig)
+	}
 	cfg, err := parseIgnition(mc)
 	if err != nil {
 		return nil, err
 	}
-	p := &planner{mc: mc.Name, entries: map[string]Entry{}}
+	p := &planner{mc: mc.Name, entries: map[string]Entry{}, content: ignres.ContentLimit()}
 	for _, d := range cfg.Storage.Directories {
 		p.directory(d)
 	}
 	for _, f := range cfg.Storage.Files {
+		if p.full {
+			break
+		}
 		p.file(f)
 	}
 	for _, l := range cfg.Storage.Links {
@@ -137,11 +150,15 @@ func normalisedConfig(mc *mcfgv1.MachineConfig) ([]byte, error) {
 }
 
 type planner struct {
-	mc         string
+	mc string
+	// content bounds the decompressed bytes of all files together.
+	content    *ignres.Limit
 	entries    map[string]Entry
 	errs       []string
 	buildah    []string
 	enableBase []string
+	// full is set once the content budget is spent: no later file is read.
+	full bool
 }
 
 func (p *planner) errorf(format string, args ...any) {
@@ -226,12 +243,15 @@ func (p *planner) file(f igntypes.File) {
 		p.errorf("storage.files %s: append is not supported", f.Path)
 		return
 	}
-	data, err := decodeContents(f.Contents)
+	c, err := decodeContents(f.Contents, p.content)
 	if err != nil {
 		p.errorf("storage.files %s: %v", f.Path, err)
+		if errors.Is(err, ignres.ErrTooLarge) {
+			p.full = true
+		}
 		return
 	}
-	p.add(Entry{Path: f.Path, Type: tar.TypeReg, Mode: mode(f.Mode, 0o644), UID: uid, GID: gid, Data: data, Origin: "storage.files"})
+	p.add(Entry{Path: f.Path, Type: tar.TypeReg, Mode: mode(f.Mode, 0o644), UID: uid, GID: gid, content: c, Origin: "storage.files"})
 }
 
 func (p *planner) link(l igntypes.Link) {
@@ -252,12 +272,30 @@ func (p *planner) link(l igntypes.Link) {
 	p.add(Entry{Path: l.Path, Type: typ, Mode: 0o777, UID: uid, GID: gid, Link: target, Origin: "storage.links"})
 }
 
-// decodeContents decodes a data: URL (Ignition's own dataurl library) and
-// gunzips when compression is gzip. Remote sources were embedded by render
-// (DESIGN §4), so any other scheme here is an error.
-func decodeContents(r igntypes.Resource) ([]byte, error) {
+// content is a file's contents as the rendered config holds them (data:
+// URL decoded, still compressed), already checked.
+type content struct {
+	raw  []byte
+	res  igntypes.Resource
+	size int64
+}
+
+// write inflates the content into w, checking it again against its hash
+// and its measured size.
+func (c *content) write(w io.Writer) error {
+	_, err := ignres.Copy(w, bytes.NewReader(c.raw), c.res, ignres.NewLimit(c.size, "size measured when planning"))
+	return err
+}
+
+// decodeContents decodes a data: URL (Ignition's own dataurl library),
+// decompresses it and checks verification.hash over the decompressed
+// content as the node's Ignition would (pkg/ignres), charging lim: a bomb
+// is refused once it passes what is left. Only the size is kept; the layer
+// inflates the content again as it writes it. Remote sources were embedded
+// by render (DESIGN §4), so any other scheme here is an error.
+func decodeContents(r igntypes.Resource, lim *ignres.Limit) (*content, error) {
 	if r.Source == nil {
-		return []byte{}, nil
+		return &content{raw: []byte{}}, nil
 	}
 	u, err := url.Parse(*r.Source)
 	if err != nil {
@@ -266,32 +304,23 @@ func decodeContents(r igntypes.Resource) ([]byte, error) {
 	if u.Scheme != "data" {
 		return nil, fmt.Errorf("contents.source: scheme %q; render embeds remote sources as data: URLs, only data: is accepted here", u.Scheme)
 	}
-	du, err := dataurl.DecodeString(*r.Source)
+	raw, err := ignres.DataURL(*r.Source)
 	if err != nil {
-		return nil, fmt.Errorf("contents.source: decoding data URL: %w", err)
+		return nil, fmt.Errorf("contents.source: %w", err)
 	}
-	data := du.Data
-	switch c := strOr(r.Compression); c {
-	case "":
-	case "gzip":
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("contents: gunzipping: %w", err)
-		}
-		if data, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("contents: gunzipping: %w", err)
-		}
-	default:
-		return nil, fmt.Errorf("contents.compression %q: only gzip is supported", c)
+	n, err := ignres.Copy(io.Discard, bytes.NewReader(raw), r, lim)
+	if err != nil {
+		return nil, fmt.Errorf("contents: %w", err)
 	}
-	return data, nil
+	return &content{raw: raw, res: r, size: n}, nil
 }
 
-func strOr(s *string) string {
-	if s == nil {
-		return ""
+// size is the entry's content length.
+func (e Entry) size() int64 {
+	if e.content != nil {
+		return e.content.size
 	}
-	return *s
+	return int64(len(e.Data))
 }
 
 // sorted returns every entry plus the parent folders they need, sorted by
@@ -318,8 +347,13 @@ func (p *planner) sorted() []Entry {
 // Tar writes the entries as one uncompressed tar stream: fixed mtime, no
 // user or group names, paths relative to / as OCI layers have them.
 func (pl *Plan) Tar() ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	// Sized once: growing by doubling would hold up to twice the layer.
+	size := 1024
+	for _, e := range pl.Entries {
+		size += int(e.size()) + 2048
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	tw := tar.NewWriter(buf)
 	for _, e := range pl.Entries {
 		h := &tar.Header{
 			Typeflag: e.Type,
@@ -335,13 +369,19 @@ func (pl *Plan) Tar() ([]byte, error) {
 			h.Name += "/"
 		}
 		if e.Type == tar.TypeReg {
-			h.Size = int64(len(e.Data))
+			h.Size = e.size()
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return nil, fmt.Errorf("writing layer entry %s: %w", e.Path, err)
 		}
 		if e.Type == tar.TypeReg {
-			if _, err := tw.Write(e.Data); err != nil {
+			var err error
+			if e.content != nil {
+				err = e.content.write(tw)
+			} else {
+				_, err = tw.Write(e.Data)
+			}
+			if err != nil {
 				return nil, fmt.Errorf("writing layer entry %s: %w", e.Path, err)
 			}
 		}

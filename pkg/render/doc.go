@@ -17,11 +17,29 @@
 //     the check for an MC without an Ignition config.
 //   - Remote sources (seed 002): http(s) file contents, file appends and TLS
 //     CAs are fetched, checked against verification.hash and embedded as
-//     data: URLs (gzip when smaller, compression set, hash recomputed over
-//     the embedded bytes, httpHeaders dropped); remote merge/replace config
-//     references are fetched and merged in place as Ignition's engine would.
-//     data: config references stay, as in MCO. Other schemes (s3, gs, tftp,
-//     arn) fail. MCO leaves remote sources to Ignition at first boot.
+//     data: URLs (gzip when smaller, compression set, httpHeaders dropped;
+//     verification.hash kept, as it covers the decompressed content, which
+//     embedding does not change); remote merge/replace config references
+//     are fetched and merged in place as Ignition's engine would. data:
+//     config references stay, as in MCO. Other schemes (s3, gs, tftp, arn)
+//     fail. MCO leaves remote sources to Ignition at first boot.
+//   - verification.hash is checked at render time, where MCO checks nothing
+//     (MCO neither fetches nor verifies; the node's Ignition does, and a
+//     mismatch there stops the boot). kiln checks exactly what Ignition
+//     checks (pkg/ignres): the hash of the decompressed content when
+//     compression is set, on data: URLs as on remote ones, for file
+//     contents, appends, CAs and config references (kept data: ones too);
+//     sha512 and sha256; for files and CAs the sum is hex-decoded (case does
+//     not matter), for config references it is compared as lower-case hex
+//     (Ignition's util.AssertValid). A mismatch fails render.
+//   - Sizes are capped where Ignition has no cap, so a gzip bomb is refused
+//     after inflating at most the limit: a referenced config may hold at
+//     most 1,572,864 bytes decompressed (ignres.MaxReferencedConfig: it is
+//     merged into the rendered config, which has that cap); all sources
+//     render decompresses for one pool, and the decompressed files, appends
+//     and CAs of the rendered config, at most 64 MiB each
+//     (ignres.MaxContent, the same cap image-build applies). A fetch is at
+//     most 16 MiB before decompression (Fetcher.MaxBytes).
 //   - The reconcilability check against the pool's current rendered config
 //     (spec.configuration.name, else status) names the input MC that sets
 //     the offending section; MCO re-runs the check per input and matches the

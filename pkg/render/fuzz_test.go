@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
@@ -29,6 +30,10 @@ func FuzzRender(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"ignition":{"version":"2.2.0"},"passwd":{"users":[{"name":"core"},{"name":"core","sshAuthorizedKeys":["k"]}]}}`), []byte(`{"ignition":{"version":"3.0.0"}}`))
+	// Hashed and compressed data: sources (right hash over the inflated
+	// "hello", then the compressed bytes' hash) and a data: merge reference.
+	f.Add([]byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:;base64,H4sIAAAAAAAAA8tIzcnJBwCGphA2BQAAAA==","compression":"gzip","verification":{"hash":"sha256-2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"}}}]}}`),
+		[]byte(`{"ignition":{"version":"3.5.0","config":{"merge":[{"source":"data:,%7B%22ignition%22%3A%7B%22version%22%3A%223.5.0%22%7D%7D","verification":{"hash":"sha256-`+strings.Repeat("0", 64)+`"}}]}}}`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"},
 			Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RoleLabel: "worker"}}}}

@@ -1,25 +1,14 @@
 package render
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"crypto/sha512"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
-
-	ign35 "github.com/coreos/ignition/v2/config/v3_5"
-	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
-	"github.com/vincent-petithory/dataurl"
 )
 
 // Fetcher fetches remote sources for snapshots (seed 002). MCO leaves remote
@@ -30,8 +19,10 @@ type Fetcher struct {
 	Client *http.Client
 	// Timeout bounds one attempt (default 30s).
 	Timeout time.Duration
-	// MaxBytes caps one source (default 16 MiB; the rendered config is capped
-	// at 1.5 MiB anyway, compressed).
+	// MaxBytes caps one source as fetched, before decompression (default
+	// 16 MiB; the rendered config is capped at 1.5 MiB anyway). What a
+	// source inflates to is capped by ignres.MaxReferencedConfig and
+	// ignres.MaxContent.
 	MaxBytes int64
 	// Attempts is the number of tries for errors worth retrying: network
 	// errors, timeouts, 429 and 5xx (default 3).
@@ -129,180 +120,6 @@ func (f *Fetcher) once(ctx context.Context, u string, headers http.Header) ([]by
 	return body, nil
 }
 
-// maxConfigDepth bounds nested merge/replace references, as Ignition does
-// for its own rendering (it fetches until no reference is left).
-const maxConfigDepth = 10
-
-// snapshotter embeds every remote source of one MC's config.
-type snapshotter struct {
-	f  *Fetcher
-	mc string
-}
-
-// config resolves the config's merge/replace references the way Ignition's
-// engine renders them (replace: the referenced config instead; merge: each
-// referenced config merged in order as the child), then embeds every http(s)
-// file, append and CA source as a data: URL. The result has no remote links.
-func (s snapshotter) config(ctx context.Context, cfg ign35types.Config, where string, depth int) (ign35types.Config, error) {
-	if depth > maxConfigDepth {
-		return cfg, fmt.Errorf("MachineConfig %q: %signition.config: references nest deeper than %d", s.mc, where, maxConfigDepth)
-	}
-	refs := cfg.Ignition.Config
-	if r := refs.Replace; r.Source != nil {
-		if isRemote(*r.Source) {
-			return s.reference(ctx, r, where+"ignition.config.replace", depth)
-		}
-		if err := s.checkScheme(&r, where+"ignition.config.replace"); err != nil {
-			return cfg, err
-		}
-	}
-	// data: references stay (MCO keeps them; Ignition reads them at first
-	// boot); remote ones are resolved in place, in order.
-	cfg.Ignition.Config.Merge = nil
-	for i, ref := range refs.Merge {
-		at := fmt.Sprintf("%signition.config.merge[%d]", where, i)
-		if ref.Source == nil || !isRemote(*ref.Source) {
-			if err := s.checkScheme(&ref, at); err != nil {
-				return cfg, err
-			}
-			cfg.Ignition.Config.Merge = append(cfg.Ignition.Config.Merge, ref)
-			continue
-		}
-		child, err := s.reference(ctx, ref, at, depth)
-		if err != nil {
-			return cfg, err
-		}
-		cfg = ign35.Merge(cfg, child)
-	}
-	for i := range cfg.Ignition.Security.TLS.CertificateAuthorities {
-		if err := s.embed(ctx, &cfg.Ignition.Security.TLS.CertificateAuthorities[i], fmt.Sprintf("%signition.security.tls.certificateAuthorities[%d]", where, i)); err != nil {
-			return cfg, err
-		}
-	}
-	for i := range cfg.Storage.Files {
-		f := &cfg.Storage.Files[i]
-		at := fmt.Sprintf("%sstorage.files[%d] (%s)", where, i, f.Path)
-		if err := s.embed(ctx, &f.Contents, at+" contents"); err != nil {
-			return cfg, err
-		}
-		for j := range f.Append {
-			if err := s.embed(ctx, &f.Append[j], fmt.Sprintf("%s append[%d]", at, j)); err != nil {
-				return cfg, err
-			}
-		}
-	}
-	return cfg, nil
-}
-
-// reference fetches, verifies and parses a referenced config, then
-// snapshots it in turn.
-func (s snapshotter) reference(ctx context.Context, r ign35types.Resource, where string, depth int) (ign35types.Config, error) {
-	body, err := s.read(ctx, r, where)
-	if err != nil {
-		return ign35types.Config{}, err
-	}
-	if r.Compression != nil && *r.Compression == "gzip" {
-		if body, err = gunzip(body); err != nil {
-			return ign35types.Config{}, fmt.Errorf("MachineConfig %q: %s: %s: %w", s.mc, where, redact(*r.Source), err)
-		}
-	}
-	child, rpt, err := ign35.ParseCompatibleVersion(body)
-	if err != nil || rpt.IsFatal() {
-		if err == nil {
-			err = errors.New("invalid config")
-		}
-		return ign35types.Config{}, fmt.Errorf("MachineConfig %q: %s: %s: parsing referenced config: %v%s", s.mc, where, redact(*r.Source), err, reportSuffix(rpt.String()))
-	}
-	return s.config(ctx, child, where+" → ", depth+1)
-}
-
-// embed replaces an http(s) source by a data: URL holding the same bytes,
-// gzipped when that is smaller.
-func (s snapshotter) embed(ctx context.Context, r *ign35types.Resource, where string) error {
-	if r.Source == nil || !isRemote(*r.Source) {
-		return s.checkScheme(r, where)
-	}
-	body, err := s.read(ctx, *r, where)
-	if err != nil {
-		return err
-	}
-	if r.Compression == nil || *r.Compression == "" {
-		if gz := gzipBytes(body); len(gz) < len(body) {
-			body = gz
-			c := "gzip"
-			r.Compression = &c
-			if r.Verification.Hash != nil {
-				algo, _, _ := strings.Cut(*r.Verification.Hash, "-")
-				h := hashOf(algo, body)
-				r.Verification.Hash = &h
-			}
-		}
-	}
-	src := "data:;base64," + base64.StdEncoding.EncodeToString(body)
-	r.Source = &src
-	// Headers were for the remote server; they may hold credentials and
-	// mean nothing for a data: URL.
-	r.HTTPHeaders = nil
-	return nil
-}
-
-func (s snapshotter) checkScheme(r *ign35types.Resource, where string) error {
-	if r.Source == nil {
-		return nil
-	}
-	u, err := url.Parse(*r.Source)
-	if err != nil {
-		return fmt.Errorf("MachineConfig %q: %s: source is not a URL: %v", s.mc, where, err)
-	}
-	if u.Scheme != "data" && u.Scheme != "" {
-		return fmt.Errorf("MachineConfig %q: %s: %s: scheme %q is not supported: only http, https and data sources can be snapshotted", s.mc, where, u.Redacted(), u.Scheme)
-	}
-	return nil
-}
-
-// read returns the bytes of a source (remote or data:) after checking
-// verification.hash.
-func (s snapshotter) read(ctx context.Context, r ign35types.Resource, where string) ([]byte, error) {
-	src := *r.Source
-	var body []byte
-	switch {
-	case isRemote(src):
-		h := http.Header{}
-		for _, kv := range r.HTTPHeaders {
-			if kv.Value != nil {
-				h.Add(kv.Name, *kv.Value)
-			}
-		}
-		b, err := s.f.Fetch(ctx, src, h)
-		if err != nil {
-			return nil, fmt.Errorf("MachineConfig %q: %s: fetching %s: %w", s.mc, where, redact(src), err)
-		}
-		body = b
-	case strings.HasPrefix(src, "data:"):
-		d, err := dataurl.DecodeString(src)
-		if err != nil {
-			return nil, fmt.Errorf("MachineConfig %q: %s: decoding data URL: %w", s.mc, where, err)
-		}
-		body = d.Data
-	default:
-		if err := s.checkScheme(&r, where); err != nil {
-			return nil, err
-		}
-		return nil, fmt.Errorf("MachineConfig %q: %s: %s: source is not a URL", s.mc, where, src)
-	}
-	if r.Verification.Hash != nil {
-		algo, want, _ := strings.Cut(*r.Verification.Hash, "-")
-		got := hashOf(algo, body)
-		if got == "" {
-			return nil, fmt.Errorf("MachineConfig %q: %s: %s: verification.hash: algorithm %q is not supported", s.mc, where, redact(src), algo)
-		}
-		if got != algo+"-"+want {
-			return nil, fmt.Errorf("MachineConfig %q: %s: %s: verification.hash mismatch: want %s, got %s", s.mc, where, redact(src), *r.Verification.Hash, got)
-		}
-	}
-	return body, nil
-}
-
 // redact hides a password in a URL's user info: errors and logs name the
 // source but never its credentials.
 func redact(src string) string {
@@ -315,35 +132,4 @@ func redact(src string) string {
 
 func isRemote(src string) bool {
 	return strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://")
-}
-
-func hashOf(algo string, b []byte) string {
-	var h hash.Hash
-	switch algo {
-	case "sha512":
-		h = sha512.New()
-	case "sha256":
-		h = sha256.New()
-	default:
-		return ""
-	}
-	h.Write(b)
-	return algo + "-" + hex.EncodeToString(h.Sum(nil))
-}
-
-func gzipBytes(b []byte) []byte {
-	var buf bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	_, _ = w.Write(b)
-	_ = w.Close()
-	return buf.Bytes()
-}
-
-func gunzip(b []byte) ([]byte, error) {
-	r, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("gunzipping: %w", err)
-	}
-	defer r.Close()
-	return io.ReadAll(r)
 }

@@ -8,11 +8,13 @@ import (
 	"github.com/clarketm/json"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-dev/kiln/pkg/ignres"
 )
 
 // MaxConfigSize is MCO's cap on a rendered MachineConfig's JSON (etcd's
 // request limit is 1.5 MiB).
-const MaxConfigSize = 1572864
+const MaxConfigSize = ignres.MaxRenderedConfig
 
 // Request is everything one render needs. Render never contacts a container
 // registry: image references are recorded as given.
@@ -61,16 +63,20 @@ func render(ctx context.Context, req Request) (*Result, error) {
 		f = &Fetcher{}
 	}
 	ps := make([]parsed, len(inputs))
+	inflated := inflationLimit()
 	for i, mc := range inputs {
 		if req.OnInput != nil {
 			req.OnInput(i, mc)
 		}
-		if ps[i], err = parseMC(ctx, f, mc); err != nil {
+		if ps[i], err = parseMC(ctx, snapshotter{f: f, mc: mc.Name, inflated: inflated}, mc); err != nil {
 			return nil, err
 		}
 	}
 	spec, merged, err := merge(ps, req.Defaults)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkContent(merged, ps); err != nil {
 		return nil, err
 	}
 	out, err := assemble(req.Pool, inputs, spec, req.Defaults)
@@ -89,7 +95,7 @@ func render(ctx context.Context, req Request) (*Result, error) {
 
 // parseMC validates one input and returns its config at spec 3.5 with its
 // remote sources embedded.
-func parseMC(ctx context.Context, f *Fetcher, mc *mcfgv1.MachineConfig) (parsed, error) {
+func parseMC(ctx context.Context, s snapshotter, mc *mcfgv1.MachineConfig) (parsed, error) {
 	if err := validateSpec(mc); err != nil {
 		return parsed{}, err
 	}
@@ -104,7 +110,7 @@ func parseMC(ctx context.Context, f *Fetcher, mc *mcfgv1.MachineConfig) (parsed,
 	if err := validateConfig(cfg); err != nil {
 		return p, fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err)
 	}
-	if p.cfg, err = (snapshotter{f: f, mc: mc.Name}).config(ctx, cfg, "spec.config.", 0); err != nil {
+	if p.cfg, err = s.config(ctx, cfg, "spec.config.", 0); err != nil {
 		return p, err
 	}
 	return p, nil

@@ -1,0 +1,126 @@
+package render
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kiln-dev/kiln/test/peakrss"
+)
+
+// zeroBomb is a multi-stream gzip (valid for Go's gzip and so for
+// Ignition) of mib blocks of 1 MiB of zeros: about 1 KiB per MiB.
+func zeroBomb(mib int) []byte {
+	var block bytes.Buffer
+	w, _ := gzip.NewWriterLevel(&block, gzip.BestCompression)
+	w.Write(make([]byte, 1<<20))
+	w.Close()
+	return bytes.Repeat(block.Bytes(), mib)
+}
+
+func sha512Hex(b []byte) string {
+	s := sha512.Sum512(b)
+	return "sha512-" + hex.EncodeToString(s[:])
+}
+
+// sha512Zeros is the hash of n zero bytes, computed without holding them.
+func sha512Zeros(n int) string {
+	h := sha512.New()
+	block := make([]byte, 1<<20)
+	for ; n > 0; n -= len(block) {
+		h.Write(block[:min(n, len(block))])
+	}
+	return "sha512-" + hex.EncodeToString(h.Sum(nil))
+}
+
+func workerPool() *mcfgv1.MachineConfigPool {
+	return &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"},
+		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RoleLabel: "worker"}}}}
+}
+
+func workerMC(name, raw string) *mcfgv1.MachineConfig {
+	return &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{RoleLabel: "worker"}},
+		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(raw)}}}
+}
+
+// worstCaseRequest is the largest input render accepts, all of it served
+// over HTTP: a gzip referenced config of about 1 MiB (incompressible, so it
+// fills most of the rendered config), a 16 MiB uncompressed file (the
+// fetch cap) and three gzip files of 15 MiB each once inflated: 62 MiB of
+// content, just under ignres.MaxContent, with every hash right.
+func worstCaseRequest(tb testing.TB) (Request, func()) {
+	pad := base64.StdEncoding.EncodeToString(noise(750 << 10))
+	ref := []byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/kiln/ref-pad","mode":420,"contents":{"source":"data:;base64,` + pad + `"}}]}}`)
+	bomb := zeroBomb(15)
+	files := map[string][]byte{"ref.ign.gz": gz(ref), "zeros16": make([]byte, 16<<20), "bomb": bomb}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, ok := files[strings.TrimPrefix(req.URL.Path, "/")]
+		if !ok {
+			http.NotFound(w, req)
+			return
+		}
+		w.Write(b)
+	}))
+	var fs []string
+	fs = append(fs, fmt.Sprintf(`{"path":"/etc/kiln/zeros16","mode":420,"contents":{"source":"%s/zeros16","verification":{"hash":"%s"}}}`, srv.URL, sha512Zeros(16<<20)))
+	for i := 0; i < 3; i++ {
+		fs = append(fs, fmt.Sprintf(`{"path":"/etc/kiln/bomb%d","mode":420,"contents":{"source":"%s/bomb","compression":"gzip","verification":{"hash":"%s"}}}`, i, srv.URL, sha512Zeros(15<<20)))
+	}
+	raw := fmt.Sprintf(`{"ignition":{"version":"3.5.0","config":{"merge":[{"source":"%s/ref.ign.gz","compression":"gzip","verification":{"hash":"%s"}}]}},"storage":{"files":[%s]}}`,
+		srv.URL, sha512Hex(ref), strings.Join(fs, ","))
+	req := Request{Pool: workerPool(), Configs: []*mcfgv1.MachineConfig{workerMC("50-worst", raw)}, Fetcher: &Fetcher{}}
+	return req, srv.Close
+}
+
+func trivialRequest() Request {
+	raw := `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/kiln/hello","mode":420,"contents":{"source":"data:,hello"}}]}}`
+	return Request{Pool: workerPool(), Configs: []*mcfgv1.MachineConfig{workerMC("50-trivial", raw)}, Fetcher: &Fetcher{Client: closedClient}}
+}
+
+// BenchmarkRenderPeakRSS renders the worst-case accepted input
+// (worstCaseRequest) in a fresh process and reports its peak RSS, and the
+// ratio against a fresh process rendering a one-file config, measured in
+// the same run. It fails above 256 MiB.
+func BenchmarkRenderPeakRSS(b *testing.B) {
+	if w := peakrss.Workload(); w != "" {
+		req, done := trivialRequest(), func() {}
+		if w == "worst" {
+			req, done = worstCaseRequest(b)
+		}
+		defer done()
+		res, err := Render(context.Background(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if w == "worst" && len(res.Config.Spec.Config.Raw) < 1<<20 {
+			b.Fatalf("worst case rendered to only %d bytes", len(res.Config.Spec.Config.Raw))
+		}
+		peakrss.Report()
+		return
+	}
+	ref := peakrss.Measure(b, "trivial")
+	var peak float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		peak = max(peak, peakrss.Measure(b, "worst"))
+	}
+	b.StopTimer()
+	b.ReportMetric(peak, "peak-RSS-MiB")
+	b.ReportMetric(ref, "ref-RSS-MiB")
+	b.ReportMetric(peak/ref, "x-trivial")
+	if peak >= 256 {
+		b.Fatalf("render of the worst-case input peaked at %.0f MiB RSS, limit 256 MiB", peak)
+	}
+}
