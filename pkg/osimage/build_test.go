@@ -142,17 +142,32 @@ func TestBuildFastPath(t *testing.T) {
 		t.Errorf("fingerprint tag %s: %v", res.Tag, err)
 	}
 
-	// Same inputs again: reused, nothing pushed.
-	ct.reqs = nil
-	again, err := Build(ctx, r, testInput(t, reg.Host, "base/os:4.18", "kiln/os", "hello\n"))
+	// Same inputs, no identity configured: nothing is proven, nothing
+	// reused, and the result says why.
+	noID, err := Build(ctx, r, testInput(t, reg.Host, "base/os:4.18", "kiln/os", "hello\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.Reused || again.Digest != res.Digest {
-		t.Errorf("second build: reused=%v digest %s, want reuse of %s", again.Reused, again.Digest, res.Digest)
+	if noID.Reused || noID.Digest != res.Digest || !strings.Contains(noID.Rejected, "no signing identity configured") {
+		t.Errorf("build without identity: reused=%v digest %s rejected %q, want a rebuild of %s saying no identity", noID.Reused, noID.Digest, noID.Rejected, res.Digest)
 	}
-	if puts := append(ct.matching("PUT", "/"), ct.matching("POST", "/")...); len(puts) > 0 {
-		t.Errorf("reuse pushed: %v", puts)
+
+	// Same inputs, signed and attested by the configured key: reused,
+	// nothing pushed.
+	key := newCosignKey(t)
+	key.sign(t, r, res)
+	ct.reqs = nil
+	in := testInput(t, reg.Host, "base/os:4.18", "kiln/os", "hello\n")
+	in.Identity = key.id
+	again, err := Build(ctx, r, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Reused || again.Digest != res.Digest || again.Rejected != "" {
+		t.Errorf("second build: reused=%v digest %s rejected %q, want reuse of %s", again.Reused, again.Digest, again.Rejected, res.Digest)
+	}
+	if puts := append(append(ct.matching("PUT", "/"), ct.matching("POST", "/")...), ct.matching("DELETE", "/")...); len(puts) > 0 {
+		t.Errorf("reuse wrote to the registry: %v", puts)
 	}
 
 	// Identical inputs into another repository (no reuse possible): the same
