@@ -20,9 +20,11 @@ type cosignKey struct {
 	pubPath    string
 }
 
-func newCosignKey(t testing.TB) cosignKey {
+func newCosignKey(t testing.TB) cosignKey { return newCosignKeyPass(t, "pw") }
+
+func newCosignKeyPass(t testing.TB, pass string) cosignKey {
 	t.Helper()
-	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return []byte("pw"), nil })
+	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return []byte(pass), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +32,7 @@ func newCosignKey(t testing.TB) cosignKey {
 	if err := os.WriteFile(p, kb.PublicBytes, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return cosignKey{priv: kb.PrivateBytes, pass: []byte("pw"), id: trust.Identity{PublicKey: kb.PublicBytes}, pubPath: p}
+	return cosignKey{priv: kb.PrivateBytes, pass: []byte(pass), id: trust.Identity{PublicKey: kb.PublicBytes}, pubPath: p}
 }
 
 // sign signs and attests a build as image-sign does.

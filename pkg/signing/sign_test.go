@@ -3,6 +3,7 @@ package signing
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	intoto "github.com/in-toto/in-toto-golang/in_toto"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
@@ -193,4 +195,62 @@ func TestSignSurvivesAnotherWriter(t *testing.T) {
 			t.Errorf("%s signature after kiln signed again: %v", name, err)
 		}
 	}
+}
+
+// TestResigningWithAnotherKeyKeepsTheFirstKeysAttestation signs and attests
+// one image with key A, then key B, then A again in a new run: each key's
+// signature verifies, and each key finds exactly one attestation of its
+// own (A's second replaced its first; B's was kept).
+func TestResigningWithAnotherKeyKeepsTheFirstKeysAttestation(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	ctx := t.Context()
+	r := registry.Remote{Insecure: []string{reg.Host}}
+	a, b := newKeys(t, "pa"), newKeys(t, "pb")
+	image := pushImage(t, reg.Host, "kiln/os:1")
+	in := testInputs(t, reg.Host)
+	for i, k := range []keyPair{a, b, a} {
+		if _, err := Sign(ctx, r, SignInput{Image: image, Key: k.priv, Password: k.pass, Inputs: in, RunID: fmt.Sprintf("run-%d", i)}); err != nil {
+			t.Fatalf("signing %d: %v", i, err)
+		}
+	}
+	d, err := name.NewDigest(image, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		key     keyPair
+		wantRun string
+	}{{"A", a, "run-2"}, {"B", b, "run-1"}} {
+		sts, err := Statements(ctx, r, d, trust.Identity{PublicKey: tc.key.pub})
+		if err != nil {
+			t.Fatalf("key %s: %v", tc.name, err)
+		}
+		if len(sts) != 1 {
+			t.Fatalf("key %s finds %d attestations, want 1", tc.name, len(sts))
+		}
+		if got := invocationID(t, sts[0]); got != tc.wantRun {
+			t.Errorf("key %s's attestation is of run %q, want %q", tc.name, got, tc.wantRun)
+		}
+		if err := Prove(ctx, r, d, trust.Identity{PublicKey: tc.key.pub}, in); err != nil {
+			t.Errorf("key %s: %v", tc.name, err)
+		}
+	}
+}
+
+// invocationID is the run a kiln provenance statement names.
+func invocationID(t *testing.T, st intoto.Statement) string {
+	t.Helper()
+	b, _ := json.Marshal(st.Predicate)
+	var p struct {
+		RunDetails struct {
+			Metadata struct {
+				InvocationID string `json:"invocationID"`
+			} `json:"metadata"`
+		} `json:"runDetails"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.RunDetails.Metadata.InvocationID
 }
