@@ -55,7 +55,7 @@ func (c *countingTransport) matching(method, substr string) []string {
 }
 
 // pushBase puts a random base image (with the version label) into the registry.
-func pushBase(t *testing.T, host, repoTag string, layers int64) v1.Image {
+func pushBase(t testing.TB, host, repoTag string, layers int64) v1.Image {
 	t.Helper()
 	img, err := random.Image(64<<10, layers)
 	if err != nil {
