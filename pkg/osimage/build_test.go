@@ -315,7 +315,7 @@ func TestBuildFailures(t *testing.T) {
 			t.Errorf("tags left behind: %v", tags)
 		}
 	})
-	t.Run("foreign tag is not overwritten", func(t *testing.T) {
+	t.Run("foreign image at the tag is replaced by kiln's build", func(t *testing.T) {
 		r := registry.Remote{Insecure: []string{reg.Host}, Backoff: fast}
 		in := testInput(t, reg.Host, "base/os:1", "kiln/squat", "x")
 		first, err := Build(ctx, r, in)
@@ -323,11 +323,20 @@ func TestBuildFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		squatter, _ := random.Image(10, 1)
-		if err := remote.Write(mustRef(t, reg.Host+"/kiln/squat:"+first.Tag), squatter); err != nil {
+		tag := mustRef(t, reg.Host+"/kiln/squat:"+first.Tag)
+		if err := remote.Write(tag, squatter); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Build(ctx, r, in); err == nil || !strings.Contains(err.Error(), "refusing") {
-			t.Fatalf("error %v: want a refusal to reuse a tag with another fingerprint", err)
+		sd, _ := squatter.Digest()
+		again, err := Build(ctx, r, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Reused || again.Digest != first.Digest || !strings.Contains(again.Rejected, "holds "+sd.String()) {
+			t.Fatalf("rebuild over a squatted tag: %+v, want kiln's %s and a rejection naming %s", again, first.Digest, sd)
+		}
+		if d, err := remote.Head(tag); err != nil || d.Digest != first.Digest {
+			t.Errorf("tag %s holds %v (%v), want kiln's %s", first.Tag, d, err, first.Digest)
 		}
 	})
 	t.Run("needs buildah", func(t *testing.T) {
