@@ -254,3 +254,53 @@ func invocationID(t *testing.T, st intoto.Statement) string {
 	}
 	return p.RunDetails.Metadata.InvocationID
 }
+
+// TestKeylessResigningReplacesOnlyTheSameIdentity: a keyless identity's
+// new attestation replaces its own earlier one (whatever the ephemeral
+// key), and keeps a cosign key's and another keyless identity's.
+func TestKeylessResigningReplacesOnlyTheSameIdentity(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	ctx := t.Context()
+	r := registry.Remote{Insecure: []string{reg.Host}}
+	fulcio, _, root := fakeFulcioWithRoot(t)
+	image := pushImage(t, reg.Host, "kiln/os:1")
+	in := testInputs(t, reg.Host)
+	key := newKeys(t, "pa")
+	const kiln, other = "kiln@kiln.test", "other@kiln.test"
+	keyless := func(email string) *KeylessOptions {
+		return &KeylessOptions{FulcioURL: fulcio.URL, IDTokenPath: writeToken(t, `{"iss":"`+testIssuer+`","email":"`+email+`","sub":"x"}`)}
+	}
+	for i, si := range []SignInput{
+		{Keyless: keyless(kiln)}, {Key: key.priv, Password: key.pass}, {Keyless: keyless(other)}, {Keyless: keyless(kiln)},
+	} {
+		si.Image, si.Inputs, si.RunID = image, in, fmt.Sprintf("run-%d", i)
+		if _, err := Sign(ctx, r, si); err != nil {
+			t.Fatalf("signing %d: %v", i, err)
+		}
+	}
+	d, err := name.NewDigest(image, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		id      trust.Identity
+		wantRun string
+	}{
+		{"keyless kiln", trust.Identity{Roots: root, Subject: kiln, Issuer: testIssuer}, "run-3"},
+		{"key", trust.Identity{PublicKey: key.pub}, "run-1"},
+		{"keyless other", trust.Identity{Roots: root, Subject: other, Issuer: testIssuer}, "run-2"},
+	} {
+		sts, err := Statements(ctx, r, d, tc.id)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(sts) != 1 || invocationID(t, sts[0]) != tc.wantRun {
+			var runs []string
+			for _, st := range sts {
+				runs = append(runs, invocationID(t, st))
+			}
+			t.Errorf("%s finds attestations of runs %v, want only %s", tc.name, runs, tc.wantRun)
+		}
+	}
+}
