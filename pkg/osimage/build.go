@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -56,14 +56,22 @@ type BuildInput struct {
 	KmodDigests []string
 	// Source is the OCI source annotation; empty means DefaultSource.
 	Source string
+	// Identity is kiln's signing identity: an image at the fingerprint tag
+	// is reused only when it proves, by a signature and an attestation
+	// from this identity, that it was built from these inputs. The zero
+	// Identity proves nothing, so every run builds and pushes.
+	Identity trust.Identity
 }
 
 // BuildResult says what was built or reused.
 type BuildResult struct {
 	// Ref is repository@sha256:…, what osImageURL gets.
-	Ref         string
-	Digest      v1.Hash
-	Reused      bool
+	Ref    string
+	Digest v1.Hash
+	Reused bool
+	// Rejected says why the image at the fingerprint tag was not reused
+	// ("" when the tag was absent or the image was reused).
+	Rejected    string
 	Fingerprint string
 	Tag         string
 	BaseRef     string // base by digest
@@ -88,8 +96,8 @@ func RenderedHash(p *Plan) string {
 	return "sha256:" + hex.EncodeToString(s[:])
 }
 
-// Build runs the fast path: plan the layer, skip when the fingerprint's tag
-// already exists, else append the layer to every platform of the base and
+// Build runs the fast path: plan the layer, reuse the image at the
+// fingerprint's tag when kiln's identity proves it (see reuse), else append the layer to every platform of the base and
 // push by digest, tagging only once everything is in the registry.
 func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult, error) {
 	plan, err := in.plan()
@@ -112,12 +120,8 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
 	tag := repo.Tag(res.Tag)
 
-	if d, ok, err := existing(tag, fp, opts); err != nil {
-		return nil, err
-	} else if ok {
-		res.Digest, res.Reused = d, true
-		res.Ref = repo.Digest(d.String()).String()
-		return res, nil
+	if done, err := res.reuse(ctx, r, tag, in.Identity, opts); err != nil || done {
+		return res, err
 	}
 
 	tarBytes, err := plan.Tar()
@@ -210,28 +214,33 @@ func resolve(ctx context.Context, r registry.Remote, in BuildInput) ([]remote.Op
 	return opts, baseRef, baseDesc, repo, nil
 }
 
-// existing reports whether tag exists and carries fingerprint fp. A tag
-// with another fingerprint is an error: kiln never overwrites a tag it
-// did not write for these inputs.
-func existing(tag name.Tag, fp string, opts []remote.Option) (v1.Hash, bool, error) {
-	desc, err := remote.Get(tag, opts...)
+// reuse looks at the fingerprint tag and reuses what it holds only when
+// signing.Prove passes for that digest: a signature and an attestation
+// from id binding exactly res.Inputs. The tag itself, its labels and its
+// annotations are claims anyone with push access can copy, so they decide
+// nothing; a rejected image is rebuilt and the tag moved to kiln's build.
+// It only reads the registry. An unreachable registry or refused
+// credentials are errors, never a reason to rebuild.
+func (res *BuildResult) reuse(ctx context.Context, r registry.Remote, tag name.Tag, id trust.Identity, opts []remote.Option) (bool, error) {
+	desc, err := remote.Head(tag, opts...)
 	if err != nil {
 		cerr := registry.Classify(err, "looking for an existing build", tag.String())
 		if errors.Is(cerr, registry.ErrNotFound) {
-			return v1.Hash{}, false, nil
+			return false, nil
 		}
-		return v1.Hash{}, false, cerr
+		return false, cerr
 	}
-	var m struct {
-		Annotations map[string]string `json:"annotations"`
+	image := tag.Context().Digest(desc.Digest.String())
+	switch err := signing.Prove(ctx, r, image, id, res.Inputs); {
+	case err == nil:
+		res.Digest, res.Reused, res.Ref = desc.Digest, true, image.String()
+		return true, nil
+	case errors.Is(err, trust.ErrNotProven):
+		res.Rejected = fmt.Sprintf("tag %s holds %s with %s: %s", tag.TagStr(), desc.Digest, trust.ErrNotProven, trust.Reason(err))
+		return false, nil
+	default:
+		return false, fmt.Errorf("proving the existing build %s: %w", tag, err)
 	}
-	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
-		return v1.Hash{}, false, fmt.Errorf("reading existing build %s: %w", tag, err)
-	}
-	if got := m.Annotations[LabelFingerprint]; got != fp {
-		return v1.Hash{}, false, fmt.Errorf("existing build %s: annotation %s is %q, want %q; refusing to reuse or overwrite it", tag, LabelFingerprint, got, fp)
-	}
-	return desc.Digest, true, nil
 }
 
 // imageMeta is what the fast path adds to each platform's image.

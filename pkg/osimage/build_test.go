@@ -55,7 +55,7 @@ func (c *countingTransport) matching(method, substr string) []string {
 }
 
 // pushBase puts a random base image (with the version label) into the registry.
-func pushBase(t *testing.T, host, repoTag string, layers int64) v1.Image {
+func pushBase(t testing.TB, host, repoTag string, layers int64) v1.Image {
 	t.Helper()
 	img, err := random.Image(64<<10, layers)
 	if err != nil {
@@ -142,17 +142,32 @@ func TestBuildFastPath(t *testing.T) {
 		t.Errorf("fingerprint tag %s: %v", res.Tag, err)
 	}
 
-	// Same inputs again: reused, nothing pushed.
-	ct.reqs = nil
-	again, err := Build(ctx, r, testInput(t, reg.Host, "base/os:4.18", "kiln/os", "hello\n"))
+	// Same inputs, no identity configured: nothing is proven, nothing
+	// reused, and the result says why.
+	noID, err := Build(ctx, r, testInput(t, reg.Host, "base/os:4.18", "kiln/os", "hello\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !again.Reused || again.Digest != res.Digest {
-		t.Errorf("second build: reused=%v digest %s, want reuse of %s", again.Reused, again.Digest, res.Digest)
+	if noID.Reused || noID.Digest != res.Digest || !strings.Contains(noID.Rejected, "no signing identity configured") {
+		t.Errorf("build without identity: reused=%v digest %s rejected %q, want a rebuild of %s saying no identity", noID.Reused, noID.Digest, noID.Rejected, res.Digest)
 	}
-	if puts := append(ct.matching("PUT", "/"), ct.matching("POST", "/")...); len(puts) > 0 {
-		t.Errorf("reuse pushed: %v", puts)
+
+	// Same inputs, signed and attested by the configured key: reused,
+	// nothing pushed.
+	key := newCosignKey(t)
+	key.sign(t, r, res)
+	ct.reqs = nil
+	in := testInput(t, reg.Host, "base/os:4.18", "kiln/os", "hello\n")
+	in.Identity = key.id
+	again, err := Build(ctx, r, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Reused || again.Digest != res.Digest || again.Rejected != "" {
+		t.Errorf("second build: reused=%v digest %s rejected %q, want reuse of %s", again.Reused, again.Digest, again.Rejected, res.Digest)
+	}
+	if puts := append(append(ct.matching("PUT", "/"), ct.matching("POST", "/")...), ct.matching("DELETE", "/")...); len(puts) > 0 {
+		t.Errorf("reuse wrote to the registry: %v", puts)
 	}
 
 	// Identical inputs into another repository (no reuse possible): the same
@@ -300,7 +315,7 @@ func TestBuildFailures(t *testing.T) {
 			t.Errorf("tags left behind: %v", tags)
 		}
 	})
-	t.Run("foreign tag is not overwritten", func(t *testing.T) {
+	t.Run("foreign image at the tag is replaced by kiln's build", func(t *testing.T) {
 		r := registry.Remote{Insecure: []string{reg.Host}, Backoff: fast}
 		in := testInput(t, reg.Host, "base/os:1", "kiln/squat", "x")
 		first, err := Build(ctx, r, in)
@@ -308,11 +323,20 @@ func TestBuildFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		squatter, _ := random.Image(10, 1)
-		if err := remote.Write(mustRef(t, reg.Host+"/kiln/squat:"+first.Tag), squatter); err != nil {
+		tag := mustRef(t, reg.Host+"/kiln/squat:"+first.Tag)
+		if err := remote.Write(tag, squatter); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Build(ctx, r, in); err == nil || !strings.Contains(err.Error(), "refusing") {
-			t.Fatalf("error %v: want a refusal to reuse a tag with another fingerprint", err)
+		sd, _ := squatter.Digest()
+		again, err := Build(ctx, r, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Reused || again.Digest != first.Digest || !strings.Contains(again.Rejected, "holds "+sd.String()) {
+			t.Fatalf("rebuild over a squatted tag: %+v, want kiln's %s and a rejection naming %s", again, first.Digest, sd)
+		}
+		if d, err := remote.Head(tag); err != nil || d.Digest != first.Digest {
+			t.Errorf("tag %s holds %v (%v), want kiln's %s", first.Tag, d, err, first.Digest)
 		}
 	})
 	t.Run("needs buildah", func(t *testing.T) {

@@ -35,9 +35,9 @@ type BuildahInput struct {
 
 // BuildWithBuildah builds with `buildah bud --layers --timestamp 0` from a
 // generated Containerfile and pushes with `buildah push --digestfile`. The
-// fingerprint also covers the Containerfile, so the skip works as on the
-// fast path. The tag is written by the push's final manifest PUT, so a
-// failed build or push leaves no tag.
+// fingerprint also covers the Containerfile, so reuse works as on the
+// fast path (only a proven image is reused). The tag is written by the
+// push's final manifest PUT, so a failed build or push leaves no tag.
 //
 // Difference from the brief: Debian's buildah 1.28 has no `bud
 // --digestfile`; the digest comes from `push --digestfile`, which is also
@@ -79,12 +79,8 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 	}
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
 	tag := repo.Tag(res.Tag)
-	if d, ok, err := existing(tag, fp, opts); err != nil {
-		return nil, err
-	} else if ok {
-		res.Digest, res.Reused = d, true
-		res.Ref = repo.Digest(d.String()).String()
-		return res, nil
+	if done, err := res.reuse(ctx, r, tag, in.Identity, opts); err != nil || done {
+		return res, err
 	}
 
 	dir, err := os.MkdirTemp("", "kiln-buildah-ctx-")

@@ -94,6 +94,10 @@ func TestBuildWithBuildah(t *testing.T) {
 		t.Error("currentconfig missing")
 	}
 
+	// Reuse needs kiln's signature and attestation of these inputs.
+	key := newCosignKey(t)
+	key.sign(t, r, res)
+	in.Identity = key.id
 	again, err := BuildWithBuildah(ctx, bb, r, in)
 	if err != nil {
 		t.Fatal(err)

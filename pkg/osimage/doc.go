@@ -8,10 +8,13 @@
 // — and appends it to the base with go-containerregistry. Base blobs are
 // mounted across repositories, never downloaded (only the base's manifest
 // and config are read). Identical inputs give an identical digest; the
-// fingerprint (base digest, rendered-config hash, kmod digests, pool,
-// source, FormatVersion) names a tag kiln-<fingerprint>, and an existing tag
-// with that fingerprint is reused without a push. Images are pushed by
-// digest and tagged last, so a failure leaves no tag. A base that is an
+// build's trust.Inputs (trust.NodeImage: base digest, rendered-config hash,
+// kmod digests, pool, source, builder, build format) name a tag
+// kiln-<Inputs.Fingerprint()>. The tag is only a hint: what it holds is
+// reused, without a push, only when signing.Prove finds a signature and an
+// attestation of exactly these inputs from kiln's identity; otherwise the
+// image is rebuilt and the tag moved to it. Images are pushed by digest and
+// tagged last, so a failure leaves no tag. A base that is an
 // index gives an index with every platform built.
 //
 // The buildah path (BuildWithBuildah) is used for user Containerfile

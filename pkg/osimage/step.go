@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -23,6 +24,9 @@ import (
 type BuildOptions struct {
 	step.Options
 	step.RegistryOptions
+	// IdentityOptions name kiln's signing identity, whose attestation
+	// alone makes an image at the fingerprint tag reusable.
+	step.IdentityOptions
 	// Base is the image to layer on (kmod image if any, else BASE_IMAGE).
 	Base string
 	// Repository receives the image.
@@ -45,6 +49,7 @@ type BuildOptions struct {
 func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Options.AddFlags(fs)
 	o.RegistryOptions.AddFlags(fs)
+	o.IdentityOptions.AddFlags(fs)
 	fs.StringVar(&o.Base, "base", "", "base image to layer on (by digest preferably)")
 	fs.StringVar(&o.Repository, "repository", "", "repository that receives the image, e.g. quay.io/org/os")
 	fs.StringVar(&o.PayloadBase, "payload-base", "", "the release payload's OS image; when --base differs, --base must pass the preflight against it")
@@ -66,7 +71,7 @@ func (o *BuildOptions) Validate() error {
 	if o.Repository == "" {
 		return &step.UsageError{Err: fmt.Errorf("--repository is required")}
 	}
-	return nil
+	return o.IdentityOptions.Validate()
 }
 
 // Run builds (or reuses) the image and writes results and a report.
@@ -85,6 +90,13 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	p := step.NewProgress(s.Out, step.StageImageBuild)
 	r := registry.RemoteFrom(o.RegistryOptions)
+	id, err := o.Files().Load()
+	if err != nil {
+		return fmt.Errorf("building image for pool %s: %w", o.Pool, err)
+	}
+	if id.IsZero() {
+		p.Printf("no signing identity configured (no %s, no keyless flags): nothing can be proven, so nothing is reused", o.PublicKey)
+	}
 	if err := o.kmodBase(ws, p); err != nil {
 		return err
 	}
@@ -97,14 +109,17 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	p.Printf("building %s for pool %s on %s", mc.Name, o.Pool, o.Base)
 	in := BuildInput{
 		Base: o.Base, Repository: o.Repository, Pool: o.Pool, Rendered: mc,
-		KmodDigests: o.KmodDigests, Source: o.Source,
+		KmodDigests: o.KmodDigests, Source: o.Source, Identity: id,
 	}
 	res, err := o.build(ctx, r, in, p)
 	if err != nil {
 		return err
 	}
+	if res.Rejected != "" {
+		p.Printf("%s", res.Rejected)
+	}
 	if res.Reused {
-		p.Printf("reused %s (tag %s): no build, no push", res.Ref, res.Tag)
+		p.Printf("reused %s (tag %s, proven by %s): no build, no push", res.Ref, res.Tag, id)
 	} else {
 		p.Printf("pushed %s (%d layer entries, tag %s)", res.Ref, len(res.Plan.Entries), res.Tag)
 	}
@@ -132,6 +147,7 @@ func writeBuildResults(results *step.Results, res *BuildResult) error {
 	}
 	for k, v := range map[string]string{
 		"IMAGE_URL": image.Context().Name(), "IMAGE_DIGEST": res.Digest.String(), "REUSED": strconv.FormatBool(res.Reused),
+		"REUSE_REJECTED": clip(res.Rejected, maxRejectedBytes),
 	} {
 		if err := results.Set(k, v); err != nil {
 			return err
@@ -224,21 +240,23 @@ type BuildReport struct {
 	// Record is the image by digest and its inputs: what image-sign
 	// attests.
 	trust.Record
-	Digest       string   `json:"digest"`
-	Reused       bool     `json:"reused"`
-	Fingerprint  string   `json:"fingerprint"`
-	Tag          string   `json:"tag"`
-	Base         string   `json:"base"`
-	RenderedName string   `json:"renderedName"`
-	RenderedHash string   `json:"renderedHash"`
-	KmodDigests  []string `json:"kmodDigests,omitempty"`
-	Pool         string   `json:"pool"`
-	Platforms    []string `json:"platforms,omitempty"`
-	Entries      []string `json:"entries"`
+	Digest string `json:"digest"`
+	Reused bool   `json:"reused"`
+	// ReuseRejected says why the image at the tag was not reused.
+	ReuseRejected string   `json:"reuseRejected,omitempty"`
+	Fingerprint   string   `json:"fingerprint"`
+	Tag           string   `json:"tag"`
+	Base          string   `json:"base"`
+	RenderedName  string   `json:"renderedName"`
+	RenderedHash  string   `json:"renderedHash"`
+	KmodDigests   []string `json:"kmodDigests,omitempty"`
+	Pool          string   `json:"pool"`
+	Platforms     []string `json:"platforms,omitempty"`
+	Entries       []string `json:"entries"`
 }
 
 func writeReport(path string, in BuildInput, res *BuildResult) error {
-	rep := BuildReport{Record: trust.Record{Ref: res.Ref, Inputs: res.Inputs}, Digest: res.Digest.String(), Reused: res.Reused, Fingerprint: res.Fingerprint,
+	rep := BuildReport{Record: trust.Record{Ref: res.Ref, Inputs: res.Inputs}, Digest: res.Digest.String(), Reused: res.Reused, ReuseRejected: res.Rejected, Fingerprint: res.Fingerprint,
 		Tag: res.Tag, Base: res.BaseRef, RenderedName: in.Rendered.Name, RenderedHash: RenderedHash(res.Plan),
 		KmodDigests: in.KmodDigests, Pool: in.Pool, Platforms: res.Platforms}
 	for _, e := range res.Plan.Entries {
@@ -252,4 +270,15 @@ func writeReport(path string, in BuildInput, res *BuildResult) error {
 		return fmt.Errorf("writing build report: %w", err)
 	}
 	return nil
+}
+
+// maxRejectedBytes bounds REUSE_REJECTED within Tekton's result budget; the
+// step's log has the whole message.
+const maxRejectedBytes = 1024
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-len("…")], "") + "…"
 }

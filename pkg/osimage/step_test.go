@@ -16,7 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -27,16 +29,18 @@ func TestImageBuildStep(t *testing.T) {
 	mc := renderedMC(t, "rendered-worker-abc", sampleConfig(t, "hi"))
 	writeRendered(t, work, mc)
 
+	key := newCosignKey(t)
 	run := func() map[string]string {
 		o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
 			RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
+			IdentityOptions: step.IdentityOptions{PublicKey: key.pubPath},
 			Base:            reg.Host + "/base/os:1", Repository: reg.Host + "/kiln/os", Source: DefaultSource}
 		var out bytes.Buffer
 		if err := o.Run(context.Background(), step.Streams{Out: &out, Err: &out}); err != nil {
 			t.Fatalf("%v\n%s", err, out.String())
 		}
 		got := map[string]string{}
-		for _, n := range []string{"IMAGE_URL", "IMAGE_DIGEST", "REUSED", "BASE_IMAGE_ARTIFACT_INPUTS"} {
+		for _, n := range []string{"IMAGE_URL", "IMAGE_DIGEST", "REUSED", "REUSE_REJECTED", "BASE_IMAGE_ARTIFACT_INPUTS"} {
 			v, err := os.ReadFile(filepath.Join(results, n))
 			if err != nil {
 				t.Fatal(err)
@@ -60,8 +64,20 @@ func TestImageBuildStep(t *testing.T) {
 		inputs["uri"] != "oci://"+reg.Host+"/base/os" || inputs["digest"] != baseDesc.Digest.String() {
 		t.Errorf("BASE_IMAGE_ARTIFACT_INPUTS %s (%v), want uri oci://%s/base/os and digest %s", first["BASE_IMAGE_ARTIFACT_INPUTS"], err, reg.Host, baseDesc.Digest)
 	}
+	// Unsigned, the build at the tag is not reused: rebuilt (the same
+	// digest, the build is reproducible) and the rejection names it.
+	unsigned := run()
+	if unsigned["REUSED"] != "false" || unsigned["IMAGE_DIGEST"] != first["IMAGE_DIGEST"] ||
+		!strings.Contains(unsigned["REUSE_REJECTED"], "holds "+first["IMAGE_DIGEST"]+" with no kiln attestation for these inputs: ") {
+		t.Fatalf("unsigned rerun results %v", unsigned)
+	}
+	rec, err := trust.ReadRecord(filepath.Join(work, "image", "build.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key.sign(t, registry.Remote{Insecure: []string{reg.Host}}, &BuildResult{Ref: rec.Ref, Inputs: rec.Inputs})
 	second := run()
-	if second["REUSED"] != "true" || second["IMAGE_DIGEST"] != first["IMAGE_DIGEST"] {
+	if second["REUSED"] != "true" || second["IMAGE_DIGEST"] != first["IMAGE_DIGEST"] || second["REUSE_REJECTED"] != "" {
 		t.Fatalf("second run results %v", second)
 	}
 	rep, err := os.ReadFile(filepath.Join(work, "image", "build.json"))

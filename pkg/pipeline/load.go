@@ -110,7 +110,7 @@ var ContractResults = map[string][]string{
 	"render":      {"RENDERED_NAME", "CONFIG_HASH", "BASE_IMAGE", "HAS_KMOD", "KMOD_BUILD", "KMOD_SIGN"},
 	"kmod-build":  {"KMOD_IMAGE_URL", "KMOD_IMAGE_DIGEST"},
 	"kmod-sign":   {"KMOD_IMAGE_URL", "KMOD_IMAGE_DIGEST"},
-	"image-build": {"IMAGE_URL", "IMAGE_DIGEST", "REUSED", "BASE_IMAGE_ARTIFACT_INPUTS"},
+	"image-build": {"IMAGE_URL", "IMAGE_DIGEST", "REUSED", "REUSE_REJECTED", "BASE_IMAGE_ARTIFACT_INPUTS"},
 	"image-sign":  {"SIGNATURE_REF", "ATTESTATION_REF"},
 	"verify":      {"VERIFIED"},
 	"rollout":     {"ROLLOUT_STATE", "UPDATED_NODES"},

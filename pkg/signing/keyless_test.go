@@ -34,6 +34,12 @@ const testIssuer = "https://oidc.kiln.test"
 // checks the bearer token and the proof of possession, and certifies the
 // key for the token's email with the OIDC issuer extension, as Fulcio does.
 func fakeFulcio(t *testing.T) (*httptest.Server, *x509.CertPool) {
+	srv, pool, _ := fakeFulcioWithRoot(t)
+	return srv, pool
+}
+
+// fakeFulcioWithRoot is fakeFulcio that also returns its root, PEM.
+func fakeFulcioWithRoot(t *testing.T) (*httptest.Server, *x509.CertPool, []byte) {
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kiln test fulcio"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
@@ -80,7 +86,7 @@ func fakeFulcio(t *testing.T) (*httptest.Server, *x509.CertPool) {
 		_ = pem.Encode(w, &pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	}))
 	t.Cleanup(srv.Close)
-	return srv, pool
+	return srv, pool, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 }
 
 func writeToken(t *testing.T, claims string) string {

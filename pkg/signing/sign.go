@@ -91,7 +91,15 @@ func Sign(ctx context.Context, r registry.Remote, in SignInput) (*SignResult, er
 	if err != nil {
 		return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
 	}
-	if err := publish(digest, sv, sig, att, oopts); err != nil {
+	var certPEM []byte
+	if kl != nil {
+		certPEM = kl.cert
+	}
+	replace, err := newOwnReplace(slsa1.PredicateSLSAProvenance, sv, certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
+	}
+	if err := publish(digest, sv, replace, sig, att, oopts); err != nil {
 		return nil, registry.Classify(err, "publishing the signature of", in.Image)
 	}
 	repo := digest.Context()
@@ -163,11 +171,12 @@ const publishAttempts = 3
 // starts) can drop ours; a dropped one is attached again to the fresh
 // state. Reading just before writing keeps the window in which we could
 // drop theirs to one round trip.
-func publish(digest name.Digest, sv signature.Verifier, sig, att oci.Signature, oopts []ociremote.Option) error {
+func publish(digest name.Digest, sv signature.Verifier, ro mutate.ReplaceOp, sig, att oci.Signature, oopts []ociremote.Option) error {
 	dd := cremote.NewDupeDetector(sv)
-	// Like `cosign attest --replace`: a new run's provenance replaces the
-	// old one of the same predicate type instead of piling up.
-	replace := mutate.WithReplaceOp(cremote.NewReplaceOp(slsa1.PredicateSLSAProvenance))
+	// Like `cosign attest --replace`, but only for this identity's own
+	// provenance (ownReplace): a new run's replaces the old one instead of
+	// piling up, and another identity's stays verifiable.
+	replace := mutate.WithReplaceOp(ro)
 	for attempt := 1; ; attempt++ {
 		se, err := ociremote.SignedEntity(digest, oopts...)
 		if err != nil {

@@ -3,6 +3,7 @@ package signing
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	intoto "github.com/in-toto/in-toto-golang/in_toto"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	cremote "github.com/sigstore/cosign/v2/pkg/cosign/remote"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
@@ -193,6 +195,114 @@ func TestSignSurvivesAnotherWriter(t *testing.T) {
 		if _, _, err := cosign.VerifyImageSignatures(ctx, digest, &cosign.CheckOpts{SigVerifier: v, IgnoreTlog: true, IgnoreSCT: true,
 			ClaimVerifier: cosign.SimpleClaimVerifier}); err != nil {
 			t.Errorf("%s signature after kiln signed again: %v", name, err)
+		}
+	}
+}
+
+// TestResigningWithAnotherKeyKeepsTheFirstKeysAttestation signs and attests
+// one image with key A, then key B, then A again in a new run: each key's
+// signature verifies, and each key finds exactly one attestation of its
+// own (A's second replaced its first; B's was kept).
+func TestResigningWithAnotherKeyKeepsTheFirstKeysAttestation(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	ctx := t.Context()
+	r := registry.Remote{Insecure: []string{reg.Host}}
+	a, b := newKeys(t, "pa"), newKeys(t, "pb")
+	image := pushImage(t, reg.Host, "kiln/os:1")
+	in := testInputs(t, reg.Host)
+	for i, k := range []keyPair{a, b, a} {
+		if _, err := Sign(ctx, r, SignInput{Image: image, Key: k.priv, Password: k.pass, Inputs: in, RunID: fmt.Sprintf("run-%d", i)}); err != nil {
+			t.Fatalf("signing %d: %v", i, err)
+		}
+	}
+	d, err := name.NewDigest(image, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		key     keyPair
+		wantRun string
+	}{{"A", a, "run-2"}, {"B", b, "run-1"}} {
+		sts, err := Statements(ctx, r, d, trust.Identity{PublicKey: tc.key.pub})
+		if err != nil {
+			t.Fatalf("key %s: %v", tc.name, err)
+		}
+		if len(sts) != 1 {
+			t.Fatalf("key %s finds %d attestations, want 1", tc.name, len(sts))
+		}
+		if got := invocationID(t, sts[0]); got != tc.wantRun {
+			t.Errorf("key %s's attestation is of run %q, want %q", tc.name, got, tc.wantRun)
+		}
+		if err := Prove(ctx, r, d, trust.Identity{PublicKey: tc.key.pub}, in); err != nil {
+			t.Errorf("key %s: %v", tc.name, err)
+		}
+	}
+}
+
+// invocationID is the run a kiln provenance statement names.
+func invocationID(t *testing.T, st intoto.Statement) string {
+	t.Helper()
+	b, _ := json.Marshal(st.Predicate)
+	var p struct {
+		RunDetails struct {
+			Metadata struct {
+				InvocationID string `json:"invocationID"`
+			} `json:"metadata"`
+		} `json:"runDetails"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.RunDetails.Metadata.InvocationID
+}
+
+// TestKeylessResigningReplacesOnlyTheSameIdentity: a keyless identity's
+// new attestation replaces its own earlier one (whatever the ephemeral
+// key), and keeps a cosign key's and another keyless identity's.
+func TestKeylessResigningReplacesOnlyTheSameIdentity(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	ctx := t.Context()
+	r := registry.Remote{Insecure: []string{reg.Host}}
+	fulcio, _, root := fakeFulcioWithRoot(t)
+	image := pushImage(t, reg.Host, "kiln/os:1")
+	in := testInputs(t, reg.Host)
+	key := newKeys(t, "pa")
+	const kiln, other = "kiln@kiln.test", "other@kiln.test"
+	keyless := func(email string) *KeylessOptions {
+		return &KeylessOptions{FulcioURL: fulcio.URL, IDTokenPath: writeToken(t, `{"iss":"`+testIssuer+`","email":"`+email+`","sub":"x"}`)}
+	}
+	for i, si := range []SignInput{
+		{Keyless: keyless(kiln)}, {Key: key.priv, Password: key.pass}, {Keyless: keyless(other)}, {Keyless: keyless(kiln)},
+	} {
+		si.Image, si.Inputs, si.RunID = image, in, fmt.Sprintf("run-%d", i)
+		if _, err := Sign(ctx, r, si); err != nil {
+			t.Fatalf("signing %d: %v", i, err)
+		}
+	}
+	d, err := name.NewDigest(image, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		id      trust.Identity
+		wantRun string
+	}{
+		{"keyless kiln", trust.Identity{Roots: root, Subject: kiln, Issuer: testIssuer}, "run-3"},
+		{"key", trust.Identity{PublicKey: key.pub}, "run-1"},
+		{"keyless other", trust.Identity{Roots: root, Subject: other, Issuer: testIssuer}, "run-2"},
+	} {
+		sts, err := Statements(ctx, r, d, tc.id)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(sts) != 1 || invocationID(t, sts[0]) != tc.wantRun {
+			var runs []string
+			for _, st := range sts {
+				runs = append(runs, invocationID(t, st))
+			}
+			t.Errorf("%s finds attestations of runs %v, want only %s", tc.name, runs, tc.wantRun)
 		}
 	}
 }

@@ -109,8 +109,10 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 type VerifyOptions struct {
 	step.Options
 	step.RegistryOptions
+	// IdentityOptions' --public-key is the key the policy requires; the
+	// policy CRI-O enforces names a key, so keyless flags are refused.
+	step.IdentityOptions
 	Image       string
-	PublicKey   string
 	NodeKeyPath string
 }
 
@@ -118,8 +120,8 @@ type VerifyOptions struct {
 func (o *VerifyOptions) AddFlags(fs *pflag.FlagSet) {
 	o.Options.AddFlags(fs)
 	o.RegistryOptions.AddFlags(fs)
+	o.IdentityOptions.AddFlags(fs)
 	fs.StringVar(&o.Image, "image", "", "image to check, as nodes pull it (repository@sha256:…)")
-	fs.StringVar(&o.PublicKey, "public-key", "/etc/kiln/signing/cosign.pub", "cosign public key the policy requires")
 	fs.StringVar(&o.NodeKeyPath, "node-key-path", DefaultNodeKeyPath, "where the key lives on nodes, for the policy fragment")
 }
 
@@ -130,6 +132,9 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	if o.Image == "" {
 		return &step.UsageError{Err: fmt.Errorf("--image is required")}
+	}
+	if o.CertificateRoots != "" || o.CertificateIdentity != "" || o.CertificateOIDCIssuer != "" {
+		return &step.UsageError{Err: fmt.Errorf("verify: the node policy requires a public key (--public-key); keyless identities are not supported")}
 	}
 	dir, err := o.Workspace().Ensure(step.StageVerify)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
 // Part is one input of a pool's fingerprint. A run records each part's
@@ -62,6 +63,10 @@ type Inputs struct {
 	// Rebuild is the pool's kiln.dev/rebuild annotation: changing it asks
 	// for a new run of unchanged inputs (GitOps "rebuild now").
 	Rebuild string
+	// Formats are the build formats of this kiln; nil means
+	// trust.Formats(). A kiln that builds differently starts new runs, as
+	// a new Pipeline version does, since its images are not reusable.
+	Formats []string
 }
 
 // Fingerprint identifies a pool's inputs. Sum is 32 hex digits (128 bits),
@@ -134,10 +139,14 @@ func (h *SpecHasher) Compute(in Inputs) (Fingerprint, error) {
 		}
 		fmt.Fprintf(&b, "%s=%s\n", mc.Name, s)
 	}
+	formats := in.Formats
+	if formats == nil {
+		formats = trust.Formats()
+	}
 	parts := map[Part]string{
 		PartMachineConfigs: digest([]byte(b.String())),
 		PartPayload:        digest([]byte(in.BaseImage + "\n" + in.ExtensionsImage)),
-		PartPipeline:       digest([]byte(in.PipelineVersion)),
+		PartPipeline:       digest([]byte(in.PipelineVersion + "\n" + strings.Join(formats, "\n"))),
 		PartManual:         digest([]byte(in.Rebuild)),
 		PartModuleDay0:     digest(nil),
 	}

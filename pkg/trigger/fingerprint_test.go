@@ -16,6 +16,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -61,6 +62,7 @@ func TestFingerprintParts(t *testing.T) {
 		{"extensions image", func(in *Inputs) { in.ExtensionsImage = "quay.io/ext@sha256:4444" }, TriggerPayload},
 		{"moduleday0", func(in *Inputs) { in.ModuleDay0 = md }, TriggerModuleDay0},
 		{"pipeline version", func(in *Inputs) { in.PipelineVersion = "0.2" }, TriggerManual},
+		{"build format", func(in *Inputs) { in.Formats = append(trust.Formats(), "kiln-image/99") }, TriggerManual},
 		{"rebuild annotation", func(in *Inputs) { in.Rebuild = "2026-11-23" }, TriggerManual},
 		{"payload and mc: payload wins", func(in *Inputs) {
 			in.BaseImage = "quay.io/os@sha256:5555"
@@ -83,6 +85,11 @@ func TestFingerprintParts(t *testing.T) {
 				t.Fatalf("trigger = %q, want %q", got, tc.want)
 			}
 		})
+	}
+	explicit := base
+	explicit.Formats = trust.Formats()
+	if f, _ := h.Compute(explicit); f.Sum != f0.Sum {
+		t.Error("nil Formats is not trust.Formats()")
 	}
 	if got := f0.Changed(nil); got != TriggerMachineConfig {
 		t.Fatalf("first run's trigger = %q", got)

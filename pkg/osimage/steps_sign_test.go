@@ -1,4 +1,4 @@
-package signing
+package osimage
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -46,18 +46,18 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	reg1 := step.RegistryOptions{Insecure: []string{reg.Host}}
 	var out bytes.Buffer
 	streams := step.Streams{Out: &out, Err: &out}
-	build := &osimage.BuildOptions{Options: common, RegistryOptions: reg1, Base: baseRef.String(), Repository: reg.Host + "/kiln/os", Source: osimage.DefaultSource}
+	build := &BuildOptions{Options: common, RegistryOptions: reg1, Base: baseRef.String(), Repository: reg.Host + "/kiln/os", Source: DefaultSource}
 	if err := build.Run(ctx, streams); err != nil {
 		t.Fatal(err)
 	}
 	// The Pipeline passes image-build's IMAGE_URL@IMAGE_DIGEST.
 	image := readResult(t, results, "IMAGE_URL") + "@" + readResult(t, results, "IMAGE_DIGEST")
 
-	keys := newKeys(t, "kiln-secret-pass-7731")
+	keys := newCosignKeyPass(t, "kiln-secret-pass-7731")
 	keyDir := t.TempDir()
 	os.WriteFile(filepath.Join(keyDir, "cosign.key"), keys.priv, 0o600)
 	os.WriteFile(filepath.Join(keyDir, "cosign.password"), append(keys.pass, '\n'), 0o600)
-	sign := &SignOptions{Options: common, RegistryOptions: reg1, Image: image, RunID: "run-1",
+	sign := &signing.SignOptions{Options: common, RegistryOptions: reg1, Image: image, RunID: "run-1",
 		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keyDir, "cosign.key"), PasswordEnv: "KILN_UNSET_PW"}, PasswordFile: filepath.Join(keyDir, "cosign.password")}
 	if err := sign.Run(ctx, streams); err != nil {
 		t.Fatal(err)
@@ -67,7 +67,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	}
 	scanForSecrets(t, out.String(), keys, work, results)
 
-	verify := &VerifyOptions{Options: common, RegistryOptions: reg1, Image: image, PublicKey: keys.pubPath, NodeKeyPath: DefaultNodeKeyPath}
+	verify := &signing.VerifyOptions{Options: common, RegistryOptions: reg1, Image: image, IdentityOptions: step.IdentityOptions{PublicKey: keys.pubPath}, NodeKeyPath: signing.DefaultNodeKeyPath}
 	if err := verify.Run(ctx, streams); err != nil {
 		t.Fatalf("verify: %v\n%s", err, out.String())
 	}
@@ -77,7 +77,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "image", "policy.json")); err != nil {
 		t.Error(err)
 	}
-	verify.PublicKey = newKeys(t, "x").pubPath
+	verify.PublicKey = newCosignKey(t).pubPath
 	if err := verify.Run(ctx, streams); err == nil {
 		t.Fatal("verify with a wrong key passed")
 	}
@@ -86,7 +86,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	}
 
 	// image-sign refuses to attest an image build.json does not describe.
-	other := &SignOptions{Options: common, RegistryOptions: reg1, Image: reg.Host + "/kiln/os@sha256:" + strings.Repeat("0", 64), SigningOptions: sign.SigningOptions}
+	other := &signing.SignOptions{Options: common, RegistryOptions: reg1, Image: reg.Host + "/kiln/os@sha256:" + strings.Repeat("0", 64), SigningOptions: sign.SigningOptions}
 	if err := other.Run(ctx, streams); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("sign of another image: %v", err)
 	}
@@ -103,7 +103,7 @@ func readResult(t *testing.T, dir, name string) string {
 
 // scanForSecrets fails when the key, its password or any line of the key
 // PEM shows up in the output, the workspace or the results.
-func scanForSecrets(t *testing.T, output string, keys keyPair, dirs ...string) {
+func scanForSecrets(t *testing.T, output string, keys cosignKey, dirs ...string) {
 	t.Helper()
 	needles := []string{string(keys.pass), "PRIVATE KEY"}
 	for _, line := range strings.Split(string(keys.priv), "\n") {

@@ -1,0 +1,52 @@
+package step
+
+import (
+	"github.com/spf13/pflag"
+
+	"github.com/kiln-dev/kiln/pkg/trust"
+)
+
+// DefaultPublicKey is where a Task mounts kiln's cosign public key.
+const DefaultPublicKey = "/etc/kiln/signing/cosign.pub"
+
+// IdentityOptions name the signer kiln trusts as itself, with cosign's
+// flag names: a public key, or a keyless certificate identity and issuer
+// with the Fulcio roots. Every stage that proves a registry object
+// (image-build and kmod reuse, verify) uses these flags, so the identity
+// that signs is the identity that is checked.
+type IdentityOptions struct {
+	// PublicKey is a cosign.pub file. A path whose file does not exist
+	// means no key (an unbound optional workspace).
+	PublicKey string
+	// CertificateIdentity, CertificateOIDCIssuer and CertificateRoots
+	// select keyless verification.
+	CertificateIdentity   string
+	CertificateOIDCIssuer string
+	CertificateRoots      string
+}
+
+// AddFlags registers the identity flags.
+func (o *IdentityOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.PublicKey, "public-key", DefaultPublicKey, "cosign public key of kiln's signing identity (a missing file means none)")
+	fs.StringVar(&o.CertificateIdentity, "certificate-identity", "", "keyless: the signing certificate's identity (SAN), matched exactly")
+	fs.StringVar(&o.CertificateOIDCIssuer, "certificate-oidc-issuer", "", "keyless: the signing certificate's OIDC issuer, matched exactly")
+	fs.StringVar(&o.CertificateRoots, "certificate-roots", "", "keyless: Fulcio root (and intermediate) certificates, PEM file")
+}
+
+// Validate refuses a half-configured keyless identity.
+func (o *IdentityOptions) Validate() error {
+	keyless := o.CertificateIdentity != "" || o.CertificateOIDCIssuer != "" || o.CertificateRoots != ""
+	if keyless && (o.CertificateIdentity == "" || o.CertificateOIDCIssuer == "" || o.CertificateRoots == "") {
+		return usageErrorf("keyless identity: --certificate-identity, --certificate-oidc-issuer and --certificate-roots are all required")
+	}
+	return nil
+}
+
+// Files says where the identity is read from. With keyless flags set the
+// public key is left out: an identity is one or the other.
+func (o *IdentityOptions) Files() trust.IdentityFiles {
+	if o.CertificateRoots != "" {
+		return trust.IdentityFiles{Roots: o.CertificateRoots, Subject: o.CertificateIdentity, Issuer: o.CertificateOIDCIssuer}
+	}
+	return trust.IdentityFiles{PublicKey: o.PublicKey}
+}

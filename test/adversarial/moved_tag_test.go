@@ -1,0 +1,33 @@
+package adversarial
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestImageSignSignsTheRecordedDigestNotTheTag: between image-build and
+// image-sign the attacker moves the fingerprint tag to their image.
+// image-sign signs the digest build.json records (the Pipeline passes
+// IMAGE_URL@IMAGE_DIGEST), refuses a tag and refuses any digest build.json
+// does not describe; the attacker's digest never gets kiln's signature.
+func TestImageSignSignsTheRecordedDigestNotTheTag(t *testing.T) {
+	s := newNodeImageSite(t)
+	r := s.newRun(t, "worker", "hello")
+	built := r.build(t)
+	tag := "kiln-" + fingerprintOf(t, r)
+	attacker := s.push(t, s.repo+":"+tag, s.launder(t, image(built))).String()
+
+	for _, target := range []string{s.repo + ":" + tag, s.repo + "@" + attacker} {
+		err := r.sign(target)
+		if err == nil || !strings.Contains(err.Error(), "refusing") {
+			t.Errorf("image-sign %s: %v, want a refusal naming build.json", target, err)
+		}
+	}
+	if err := r.sign(image(built)); err != nil {
+		t.Fatal(err)
+	}
+	s.assertNotKilnSigned(t, r, attacker)
+	if err := r.verify(image(built)); err != nil {
+		t.Errorf("verify of kiln's build: %v", err)
+	}
+}
