@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -147,13 +149,24 @@ func SignedBy(module []byte, cert *x509.Certificate) error {
 	}
 	s := p7.Signers[0].IssuerAndSerialNumber
 	if s.SerialNumber == nil || s.SerialNumber.Cmp(cert.SerialNumber) != 0 || string(s.IssuerName.FullBytes) != string(cert.RawIssuer) {
-		return fmt.Errorf("signed by another certificate (serial %s), want %q serial %s", serialText(s.SerialNumber), cert.Subject.CommonName, cert.SerialNumber.Text(16))
+		return fmt.Errorf("signed by another certificate (issuer %q serial %s), want issuer %q serial %s",
+			issuerText(s.IssuerName.FullBytes), serialText(s.SerialNumber), cert.Issuer.String(), cert.SerialNumber.Text(16))
 	}
 	p7.Content, p7.Certificates = content, []*x509.Certificate{cert}
 	if err := p7.Verify(); err != nil {
 		return fmt.Errorf("the signature naming %q serial %s does not verify with that certificate: %w", cert.Subject.CommonName, cert.SerialNumber.Text(16), err)
 	}
 	return nil
+}
+
+func issuerText(der []byte) string {
+	var rdn pkix.RDNSequence
+	if _, err := asn1.Unmarshal(der, &rdn); err != nil {
+		return "unreadable"
+	}
+	var n pkix.Name
+	n.FillFromRDNSequence(&rdn)
+	return n.String()
 }
 
 func serialText(n *big.Int) string {
