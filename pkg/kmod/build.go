@@ -104,6 +104,9 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
+	if err := o.Attest.Check(); err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
 	pl := Payload{OSImage: o.OSImage, DTKImage: o.DTKImage}
 	if pl.OSImage == "" {
 		f, err := payload.FromObjects(objs.payload, nil)

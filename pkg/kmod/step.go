@@ -90,6 +90,9 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
+	if err := o.Attest.Check(); err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
 	r := registry.RemoteFrom(o.RegistryOptions)
 	p := step.NewProgress(s.Out, step.StageKmodSign)
 	src, err := o.source(ws, md)

@@ -36,6 +36,22 @@ func (o *AttestOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RunID, "run-id", os.Getenv("KILN_RUN_ID"), "id of this run (PipelineRun name), recorded in the provenance")
 }
 
+// Check fails when the step could not sign what it is about to push: no
+// readable key, or keyless without a token path. Steps call it before any
+// work, so a missing Secret never leaves an unattested push behind.
+func (o AttestOptions) Check() error {
+	if o.Keyless {
+		if o.FulcioURL == "" || o.IDTokenPath == "" {
+			return fmt.Errorf("--keyless needs --fulcio-url and --identity-token-path")
+		}
+		return nil
+	}
+	if _, err := os.Stat(o.KeyPath); err != nil {
+		return fmt.Errorf("reading the cosign key (--key): %w", err)
+	}
+	return nil
+}
+
 // Input is what Sign needs to sign and attest image (repository@sha256:…)
 // as built from in. The key is read here, from its mounted file, and
 // never logged.
