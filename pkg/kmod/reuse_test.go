@@ -116,6 +116,27 @@ func TestKmodSignReusesOnlyWhatKilnProves(t *testing.T) {
 		wantSigners(t, f, "kiln new signer")
 	})
 
+	t.Run("a tag moved between build and sign does not change what is signed", func(t *testing.T) {
+		f := newSignFixture(t, "moved-unsigned")
+		movedTag := e.Registry.Ref("kmods/moved:unsigned")
+		built := push(t, movedTag, unsigned)
+		builtRef := e.Registry.Ref("kmods/moved") + "@" + built
+		// kmod-build's report names its output by digest; then the tag moves.
+		writeFile(t, filepath.Join(step.Workspace{Root: f.work}.StageDir(step.StageKmodBuild), kmod.BuildReportFile),
+			`{"image":"`+builtRef+`","digest":"`+built+`"}`)
+		push(t, movedTag, withFile(t, unsigned, "opt/lib/modules/"+testKernel+"/planted.ko", "\x7fELF planted"))
+		f.md.Spec.OSMapping.Sign.UnsignedImage = movedTag
+		mustSign(t, f)
+		if got := signReport(t, f).Inputs.Parameters["unsignedImage"]; got != builtRef {
+			t.Errorf("kmod-sign signed %s, want kmod-build's %s", got, builtRef)
+		}
+		files, _ := flattenImage(t, pull(t, f.image(t)))
+		if _, ok := files["opt/lib/modules/"+testKernel+"/planted.ko"]; ok {
+			t.Error("the image behind the moved tag was signed")
+		}
+		wantSigners(t, f, "kiln day-0 signer")
+	})
+
 	t.Run("without a public key nothing is reused", func(t *testing.T) {
 		f := newSignFixture(t, "no-identity")
 		mustSign(t, f)
