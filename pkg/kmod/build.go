@@ -107,6 +107,10 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Attest.Check(); err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
+	id, err := o.Identity.Files().Load()
+	if err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
 	pl := Payload{OSImage: o.OSImage, DTKImage: o.DTKImage}
 	if pl.OSImage == "" {
 		f, err := payload.FromObjects(objs.payload, nil)
@@ -130,10 +134,6 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	bi, err := o.inputs(ctx, r, md, plan.BuildTarget, dockerfile, pl)
 	if err != nil {
 		return err
-	}
-	id, err := o.Identity.Files().Load()
-	if err != nil {
-		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
 	var reuse Reuse
 	if o.Rebuild {
