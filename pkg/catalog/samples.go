@@ -31,7 +31,9 @@ const zeros = "0000000000000000000000000000000000000000000000000000000000000000"
 // Secret a user creates once (the README says so).
 var SampleSecrets = map[string]string{
 	"signing-key": "kiln-signing-key",
-	"public-key":  "kiln-public-key",
+	// kmod-build and kmod-sign attest with the same cosign key as image-sign.
+	"cosign-key": "kiln-signing-key",
+	"public-key": "kiln-public-key",
 }
 
 // workName is the workspace every kiln stage shares (DESIGN §3 layout).

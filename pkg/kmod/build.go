@@ -2,7 +2,8 @@ package kmod
 
 import (
 	"context"
-	"encoding/json"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -10,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,7 +20,9 @@ import (
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
 // DockerfileKey is the ConfigMap key holding the Dockerfile (seed 003).
@@ -55,6 +57,9 @@ type BuildOptions struct {
 	SecretsDir string
 	// Buildah runs the build; tests give it their private storage.
 	Buildah osimage.Buildah
+	// Identity proves reuse; Attest signs and attests what is pushed.
+	Identity step.IdentityOptions
+	Attest   signing.AttestOptions
 }
 
 // AddFlags registers kmod-build's flags.
@@ -67,6 +72,8 @@ func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Rebuild, "rebuild", false, "build even when containerImage exists (seed 003 cluster upgrade; set by the trigger)")
 	fs.StringVar(&o.SecretsDir, "build-secrets-dir", "/etc/kiln/kmod-build-secrets", "folder with one sub-folder per build.secrets Secret")
 	fs.StringVar(&o.Buildah.Bin, "buildah", "", "buildah binary (default: buildah on PATH)")
+	o.Identity.AddFlags(fs)
+	o.Attest.AddFlags(fs)
 }
 
 // Run builds the ModuleDay0's Dockerfile and pushes the unsigned (or
@@ -97,6 +104,13 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
+	if err := o.Attest.Check(); err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
+	id, err := o.Identity.Files().Load()
+	if err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
 	pl := Payload{OSImage: o.OSImage, DTKImage: o.DTKImage}
 	if pl.OSImage == "" {
 		f, err := payload.FromObjects(objs.payload, nil)
@@ -107,13 +121,9 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	r := registry.RemoteFrom(o.RegistryOptions)
 	p := step.NewProgress(s.Out, step.StageKmodBuild)
-	plan, err := o.plan(ctx, r, ws, md)
+	plan, err := Decide(md, Facts{Rebuild: o.Rebuild})
 	if err != nil {
 		return err
-	}
-	p.Printf("ModuleDay0 %s/%s: %s", md.Namespace, md.Name, plan.Reason)
-	if !plan.Build {
-		return o.reportExisting(ctx, r, ws, md)
 	}
 	if pl.DTKImage == "" && needsDTK(dockerfile) {
 		if pl.DTKImage, err = o.driverToolkit(ctx, r, md); err != nil {
@@ -121,13 +131,31 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		}
 		p.Printf("DTK_AUTO is the release's driver-toolkit %s", pl.DTKImage)
 	}
-	kver, err := osKernel(ctx, r, pl.OSImage)
-	if err != nil {
-		return fmt.Errorf("ModuleDay0 %s/%s: reading the kernel version of OS_AUTO: %w", md.Namespace, md.Name, err)
-	}
-	args, err := BuildArgs(md, dockerfile, pl, kver)
+	bi, err := o.inputs(ctx, r, md, plan.BuildTarget, dockerfile, pl)
 	if err != nil {
 		return err
+	}
+	var reuse Reuse
+	if o.Rebuild {
+		p.Printf("ModuleDay0 %s/%s: cluster upgrade: %s", md.Namespace, md.Name, plan.Reason)
+	} else {
+		// Seed 003 builds only when containerImage does not exist. kiln
+		// reuses the image only when it can prove it built it from these
+		// very inputs: an attestation, signed by kiln's identity, over the
+		// digest at the build target (containerImage, or the unsigned image
+		// when kmod-sign follows; containerImage then carries kmod-sign's
+		// attestation). Anything else sitting there, whatever its tag or
+		// labels say, is rebuilt over.
+		if reuse, err = proveAt(ctx, r, plan.BuildTarget, id, bi.inputs); err != nil {
+			return fmt.Errorf("ModuleDay0 %s/%s: checking %s: %w", md.Namespace, md.Name, plan.BuildTarget, err)
+		}
+		if reuse.Proven {
+			p.Printf("ModuleDay0 %s/%s: %s is %s, attested by %s for these inputs; reused", md.Namespace, md.Name, plan.BuildTarget, reuse.Digest, id)
+			rep := KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: bi.kernel, Inputs: &bi.inputs, Reused: true}
+			return writeKmodResults(o.Options, ws, BuildReportFile, rep)
+		}
+		reuse.reject(p, "")
+		p.Printf("ModuleDay0 %s/%s: %s", md.Namespace, md.Name, plan.Reason)
 	}
 	dir, err := os.MkdirTemp("", "kiln-kmod-build-")
 	if err != nil {
@@ -138,11 +166,11 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := os.WriteFile(cf, []byte(dockerfile), 0o644); err != nil {
 		return err
 	}
-	p.Printf("building %s for kernel %s (OS_AUTO %s, DTK_AUTO %s)", plan.BuildTarget, kver, args[ArgOSAuto], args[ArgDTKAuto])
+	p.Printf("building %s for kernel %s (OS_AUTO %s, DTK_AUTO %s)", plan.BuildTarget, bi.kernel, bi.args[ArgOSAuto], bi.args[ArgDTKAuto])
 	d, err := o.Buildah.BudAndPush(ctx, r, osimage.Bud{
-		Dir: dir, Containerfile: cf, BuildArgs: args, Secrets: secrets, Target: plan.BuildTarget,
-		Labels: map[string]string{osimage.LabelPool: o.Pool, "kiln.dev/kernel-full-version": kver},
-		Pulls:  []string{pl.OSImage, pl.DTKImage},
+		Dir: dir, Containerfile: cf, BuildArgs: bi.args, Secrets: secrets, Target: plan.BuildTarget,
+		Labels: map[string]string{osimage.LabelPool: o.Pool, "kiln.dev/kernel-full-version": bi.kernel},
+		Pulls:  []string{bi.args[ArgOSAuto], bi.args[ArgDTKAuto]},
 	})
 	if err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: Dockerfile of ConfigMap %q: %w", md.Namespace, md.Name, build.DockerfileConfigMap.Name, err)
@@ -151,48 +179,83 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	rep := KmodReport{Image: ref.Context().Digest(d.String()).String(), Digest: d.String(), Kernel: kver}
+	rep := KmodReport{Image: ref.Context().Digest(d.String()).String(), Digest: d.String(), Kernel: bi.kernel,
+		Inputs: &bi.inputs, ReuseRejected: reuse.Rejected}
 	p.Printf("pushed %s", rep.Image)
+	if err := attest(ctx, r, o.Attest, rep.Image, bi.inputs, p); err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
 	if err := writeKmodResults(o.Options, ws, BuildReportFile, rep); err != nil {
 		return err
 	}
-	return recordBuilt(ctx, o.KubeOptions, md, ReasonBuilt, fmt.Sprintf("built %s for kernel %s", rep.Image, kver), rep.Digest, p)
+	return recordBuilt(ctx, o.KubeOptions, md, ReasonBuilt, fmt.Sprintf("built %s for kernel %s", rep.Image, bi.kernel), rep.Digest, p)
 }
 
-// plan applies Decide with what the registry and render's output say.
-func (o *BuildOptions) plan(ctx context.Context, r registry.Remote, ws step.Workspace, md *kmmv1beta1.ModuleDay0) (Plan, error) {
-	exists, err := imageExists(ctx, r, md.Spec.OSMapping.ContainerImage)
+// buildInputs are a kmod build's arguments and what they are made of, all
+// fixed before anything is built.
+type buildInputs struct {
+	args   map[string]string
+	kernel string
+	inputs trust.Inputs
+}
+
+// inputs resolves OS_AUTO and DTK_AUTO to digests once, before the build:
+// the build runs FROM those digests and the attestation records them, so
+// a tag moved during the build cannot slip another base in.
+func (o *BuildOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, target, dockerfile string, pl Payload) (buildInputs, error) {
+	wrap := func(what string, err error) error {
+		return fmt.Errorf("ModuleDay0 %s/%s: %s: %w", md.Namespace, md.Name, what, err)
+	}
+	osd, err := resolve(ctx, r, pl.OSImage)
 	if err != nil {
-		return Plan{}, fmt.Errorf("ModuleDay0 %s/%s: checking spec.osMapping.containerImage: %w", md.Namespace, md.Name, err)
+		return buildInputs{}, wrap("resolving OS_AUTO "+pl.OSImage, err)
 	}
-	f := Facts{ImageExists: exists, Rebuild: o.Rebuild}
-	// The rendered config's osImageURL is the MC's, when render ran.
-	if b, err := os.ReadFile(ws.RenderedPath()); err == nil {
-		var mc mcfgv1.MachineConfig
-		if err := json.Unmarshal(b, &mc); err != nil {
-			return Plan{}, fmt.Errorf("reading %s: %w", ws.RenderedPath(), err)
+	pl.OSImage = osd.String()
+	if needsDTK(dockerfile) {
+		d, err := resolve(ctx, r, pl.DTKImage)
+		if err != nil {
+			return buildInputs{}, wrap("resolving DTK_AUTO "+pl.DTKImage, err)
 		}
-		f.MCOSImageURL = mc.Spec.OSImageURL
+		pl.DTKImage = d.String()
+	} else {
+		pl.DTKImage = ""
 	}
-	return Decide(md, f)
+	kver, err := osKernel(ctx, r, pl.OSImage)
+	if err != nil {
+		return buildInputs{}, wrap("reading the kernel version of OS_AUTO", err)
+	}
+	args, err := BuildArgs(md, dockerfile, pl, kver)
+	if err != nil {
+		return buildInputs{}, err
+	}
+	sum := sha256.Sum256([]byte(dockerfile))
+	var secrets []string
+	for _, s := range md.Spec.OSMapping.Build.Secrets {
+		secrets = append(secrets, s.Name)
+	}
+	in, err := trust.KmodBuild{
+		Module: md.Namespace + "/" + md.Name, Target: target, DockerfileHash: "sha256:" + hex.EncodeToString(sum[:]),
+		BuildArgs: args, OSImage: pl.OSImage, DTKImage: pl.DTKImage, KernelVersion: kver, Secrets: secrets,
+	}.Inputs()
+	if err != nil {
+		return buildInputs{}, wrap("describing the build", err)
+	}
+	return buildInputs{args: args, kernel: kver, inputs: in}, nil
 }
 
-// reportExisting: nothing to build, so the results name containerImage.
-func (o *BuildOptions) reportExisting(ctx context.Context, r registry.Remote, ws step.Workspace, md *kmmv1beta1.ModuleDay0) error {
-	rep, ok, err := existing(ctx, r, md.Spec.OSMapping.ContainerImage)
-	if err == nil && !ok {
-		err = fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage %s: %w", md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, registry.ErrNotFound)
-	}
+// attest signs the pushed image and attests its inputs with kiln's cosign
+// identity: the proof a later run needs to reuse it.
+func attest(ctx context.Context, r registry.Remote, o signing.AttestOptions, image string, in trust.Inputs, p *step.Progress) error {
+	si, err := o.Input(image, in)
 	if err != nil {
 		return err
 	}
-	// The report names the existing image too: image-build layers on it.
-	return writeKmodResults(o.Options, ws, BuildReportFile, rep)
-}
-
-func imageExists(ctx context.Context, r registry.Remote, image string) (bool, error) {
-	_, ok, err := existing(ctx, r, image)
-	return ok, err
+	res, err := signing.Sign(ctx, r, si)
+	if err != nil {
+		return err
+	}
+	p.Printf("signed %s and attested its build inputs (%s)", image, res.AttestationRef)
+	return nil
 }
 
 // existing returns image by digest when it is in its registry.

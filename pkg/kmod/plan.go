@@ -44,6 +44,12 @@ type Plan struct {
 // and a sign section is present. When both run, the build's output is the
 // unsigned image; with no sign.unsignedImage that is containerImage's
 // reference with "-unsigned" appended to the tag (KMM's convention).
+//
+// The kmod steps call Decide with neither ImageExists nor MCOSImageURL:
+// seed 003's "the image exists" is a claim anyone with push access can
+// make, so they replace it with a proof (kiln's attestation for the
+// current inputs, and for kmod-sign each module's signer) of what sits at
+// the target, and reuse it only then (BuildOptions.Run, SignOptions.Run).
 func Decide(md *kmmv1beta1.ModuleDay0, f Facts) (Plan, error) {
 	om := md.Spec.OSMapping
 	switch {

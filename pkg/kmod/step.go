@@ -3,6 +3,7 @@ package kmod
 import (
 	"context"
 	"crypto"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,11 +11,14 @@ import (
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/pflag"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
 // BuildReportFile is kmod-build's report; kmod-sign signs its image.
@@ -33,6 +37,9 @@ type SignOptions struct {
 	Hash              string
 	// Rebuild signs even when containerImage exists (seed 003 upgrade).
 	Rebuild bool
+	// Identity proves reuse; Attest signs and attests what is pushed.
+	Identity step.IdentityOptions
+	Attest   signing.AttestOptions
 }
 
 // AddFlags registers kmod-sign's flags.
@@ -44,14 +51,26 @@ func (o *SignOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.KeyFile, "key-file", "/etc/kiln/kmod-signing-key/key", "signing key (sign.keySecret, key \"key\")")
 	fs.StringVar(&o.Hash, "hash", "sha256", "module signature hash: sha256, sha384 or sha512")
 	fs.BoolVar(&o.Rebuild, "rebuild", false, "sign even when containerImage exists (seed 003 cluster upgrade; set by the trigger)")
+	o.Identity.AddFlags(fs)
+	o.Attest.AddFlags(fs)
 }
 
 // KmodReport is what kmod-build and kmod-sign leave in work/kmod/.
 type KmodReport struct {
-	Image  string   `json:"image"`
-	Digest string   `json:"digest"`
-	Kernel string   `json:"kernelFullVersion,omitempty"`
+	Image  string `json:"image"`
+	Digest string `json:"digest"`
+	Kernel string `json:"kernelFullVersion,omitempty"`
+	// Signed are the modules that carry a signature by the current
+	// certificate: signed in this run, or checked one by one in a reused
+	// image. Never filled from what a registry claims.
 	Signed []string `json:"signed,omitempty"`
+	// Inputs are what the image was made from, as attested.
+	Inputs *trust.Inputs `json:"inputs,omitempty"`
+	// Reused: the image was proven (attestation and, for kmod-sign, every
+	// module's signer) and not made again.
+	Reused bool `json:"reused,omitempty"`
+	// ReuseRejected says why what sat at the target was not reused.
+	ReuseRejected string `json:"reuseRejected,omitempty"`
 }
 
 // Run signs the ModuleDay0's modules and pushes containerImage.
@@ -71,26 +90,44 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
+	if err := o.Attest.Check(); err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
 	r := registry.RemoteFrom(o.RegistryOptions)
 	p := step.NewProgress(s.Out, step.StageKmodSign)
-	// Seed 003 signs only when containerImage does not exist yet: a rerun
-	// must not stack another signed layer on the signed image.
-	if rep, ok, err := existing(ctx, r, md.Spec.OSMapping.ContainerImage); err != nil {
-		return err
-	} else if ok && !o.Rebuild {
-		p.Printf("ModuleDay0 %s/%s: containerImage %s exists; nothing to sign", md.Namespace, md.Name, rep.Image)
-		return writeKmodResults(o.Options, ws, "sign.json", rep)
-	}
 	src, err := o.source(ws, md)
 	if err != nil {
 		return err
 	}
-	in, err := signInput(ctx, r, src, md)
+	sin, err := o.inputs(ctx, r, md, src, signer)
+	if err != nil {
+		return err
+	}
+	var reuse Reuse
+	if !o.Rebuild {
+		// Seed 003 signs only when containerImage does not exist. kiln
+		// reuses it only when it proves it signed it: kiln's attestation
+		// for these inputs (this unsigned digest, this certificate) AND
+		// every filesToSign module in it signed by the current
+		// certificate. An unsigned image pushed to the tag, or modules
+		// signed with a rotated-out key, are signed again.
+		if reuse, err = o.reusable(ctx, r, md, sin, signer.cert); err != nil {
+			return err
+		}
+		if reuse.Proven {
+			p.Printf("ModuleDay0 %s/%s: containerImage %s is %s, attested for these inputs, its %d module(s) signed by %q; nothing to sign",
+				md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, reuse.Digest, len(reuse.Signed), signer.cert.Subject.CommonName)
+			rep := KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: sin.kernel, Signed: reuse.Signed, Inputs: &sin.inputs, Reused: true}
+			return writeKmodResults(o.Options, ws, "sign.json", rep)
+		}
+		reuse.reject(p, "")
+	}
+	in, err := signInput(ctx, r, sin.source.String(), md)
 	if err != nil {
 		return err
 	}
 	in.Signer = signer
-	p.Printf("signing %v in %s for ModuleDay0 %s/%s", md.Spec.OSMapping.Sign.FilesToSign, src, md.Namespace, md.Name)
+	p.Printf("signing %v in %s for ModuleDay0 %s/%s", md.Spec.OSMapping.Sign.FilesToSign, sin.source, md.Namespace, md.Name)
 	res, err := SignImage(ctx, in)
 	if err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
@@ -99,11 +136,91 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		p.Printf("signed %s (kernel %s)", f, res.KernelFullVersion)
 	}
 	ref := in.Target.Context().Digest(res.Digest.String()).String()
-	rep := KmodReport{Image: ref, Digest: res.Digest.String(), Kernel: res.KernelFullVersion, Signed: res.Signed}
+	if err := attest(ctx, r, o.Attest, ref, sin.inputs, p); err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
+	rep := KmodReport{Image: ref, Digest: res.Digest.String(), Kernel: res.KernelFullVersion, Signed: res.Signed,
+		Inputs: &sin.inputs, ReuseRejected: reuse.Rejected}
 	if err := writeKmodResults(o.Options, ws, "sign.json", rep); err != nil {
 		return err
 	}
 	return recordBuilt(ctx, o.KubeOptions, md, ReasonSigned, fmt.Sprintf("signed %d modules into %s", len(res.Signed), ref), rep.Digest, p)
+}
+
+// signInputs are a kmod signing's source by digest and its inputs.
+type signInputs struct {
+	source name.Digest
+	kernel string
+	inputs trust.Inputs
+}
+
+// inputs resolves the unsigned image to its digest once: that digest is
+// signed and attested, whatever its tag holds later.
+func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, src string, s *Signer) (signInputs, error) {
+	wrap := func(err error) error {
+		return fmt.Errorf("ModuleDay0 %s/%s: reading the unsigned image %s: %w", md.Namespace, md.Name, src, err)
+	}
+	d, err := resolve(ctx, r, src)
+	if err != nil {
+		return signInputs{}, wrap(err)
+	}
+	opts, err := r.Options(ctx)
+	if err != nil {
+		return signInputs{}, err
+	}
+	img, err := remote.Image(d, opts...)
+	if err != nil {
+		return signInputs{}, wrap(registry.Classify(err, "reading", d.String()))
+	}
+	kver, err := KernelFullVersion(img)
+	if err != nil {
+		return signInputs{}, wrap(err)
+	}
+	certHash, serial := CertID(s.cert)
+	in, err := trust.KmodSign{
+		Module: md.Namespace + "/" + md.Name, Target: md.Spec.OSMapping.ContainerImage, Unsigned: d.String(),
+		CertHash: certHash, CertSerial: serial, Hash: o.Hash, FilesToSign: md.Spec.OSMapping.Sign.FilesToSign, KernelVersion: kver,
+	}.Inputs()
+	if err != nil {
+		return signInputs{}, fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
+	return signInputs{source: d, kernel: kver, inputs: in}, nil
+}
+
+// reusable proves what sits at containerImage and then checks each module
+// filesToSign names in it against the current certificate.
+func (o *SignOptions) reusable(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, sin signInputs, cert *x509.Certificate) (Reuse, error) {
+	target := md.Spec.OSMapping.ContainerImage
+	id, err := o.Identity.Files().Load()
+	if err != nil {
+		return Reuse{}, fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
+	u, err := proveAt(ctx, r, target, id, sin.inputs)
+	if err != nil {
+		return Reuse{}, fmt.Errorf("ModuleDay0 %s/%s: checking spec.osMapping.containerImage %s: %w", md.Namespace, md.Name, target, err)
+	}
+	if !u.Proven {
+		return u, nil
+	}
+	ref, err := name.NewDigest(u.Image, name.WeakValidation)
+	if err != nil {
+		return Reuse{}, err
+	}
+	opts, err := r.Options(ctx)
+	if err != nil {
+		return Reuse{}, err
+	}
+	img, err := remote.Image(ref, opts...)
+	if err != nil {
+		return Reuse{}, registry.Classify(err, "reading", u.Image)
+	}
+	signed, err := CheckModuleSigners(img, md.Spec.OSMapping.Sign.FilesToSign, sin.kernel, cert)
+	if err != nil {
+		u.Proven, u.Rejected = false, fmt.Sprintf("%s holds %s, attested by kiln, but its %v", target, u.Digest, err)
+		return u, nil
+	}
+	u.Signed = signed
+	return u, nil
 }
 
 func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
@@ -199,6 +316,11 @@ func writeKmodResults(o step.Options, ws step.Workspace, file string, rep KmodRe
 		return fmt.Errorf("writing kmod results: image %q: %w", rep.Image, err)
 	}
 	res := o.Results()
+	// Empty when nothing was rejected: the image was reused, or the
+	// target was free.
+	if err := res.Set("REUSE_REJECTED", rep.ReuseRejected); err != nil {
+		return err
+	}
 	if err := res.Set("KMOD_IMAGE_URL", ref.Context().Name()); err != nil {
 		return err
 	}

@@ -375,9 +375,11 @@ func kmodSignStage(t *testing.T, e *env.Env, kubeconfig string) {
 		t.Fatal(err)
 	}
 	cert, key := env.ModuleSigningPair(t, "kiln rbac test signer")
+	cosignKey, cosignPass := cosignKeyFiles(t)
 	code, out := runStep(t, step.Command{Name: step.StageKmodSign, New: func() step.Runner { return &kmod.SignOptions{} }},
 		"--source", "cluster", "--kubeconfig", kubeconfig, "--pool", "rbac", "--work", work, "--results-dir", results,
-		"--cert-file", cert, "--key-file", key, "--insecure-registry", e.Registry.Host)
+		"--cert-file", cert, "--key-file", key, "--insecure-registry", e.Registry.Host,
+		"--key", cosignKey, "--key-password-file", cosignPass)
 	if code != step.ExitOK {
 		t.Fatalf("kmod-sign as kiln-kmod-sign: exit %d\n%s", code, out)
 	}
@@ -389,6 +391,25 @@ func kmodSignStage(t *testing.T, e *env.Env, kubeconfig string) {
 		live.Status.ImageDigest != result(t, results, "KMOD_IMAGE_DIGEST") {
 		t.Errorf("ModuleDay0 status after kmod-sign: %+v", live.Status)
 	}
+}
+
+// cosignKeyFiles writes a cosign key and its password (the signing-key
+// workspace the kmod Tasks attest with).
+func cosignKeyFiles(t *testing.T) (key, password string) {
+	t.Helper()
+	keys, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return []byte("pw"), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	key, password = filepath.Join(dir, "cosign.key"), filepath.Join(dir, "cosign.password")
+	if err := os.WriteFile(key, keys.PrivateBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(password, []byte("pw"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return key, password
 }
 
 // kmodBuildStage: a ModuleDay0 in namespace kiln with a one-stage
@@ -427,6 +448,7 @@ func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
+	cosignKey, cosignPass := cosignKeyFiles(t)
 	o := &kmod.BuildOptions{
 		Options:         step.Options{Work: work, ResultsDir: results, Pool: "rbac"},
 		RegistryOptions: step.RegistryOptions{Insecure: []string{e.Registry.Host}},
@@ -435,6 +457,7 @@ func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 		// ConfigMap (it always does in cluster mode).
 		OSImage: osImage, SecretsDir: t.TempDir(),
 		Buildah: osimage.Buildah{Env: e.Buildah.Env},
+		Attest:  signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: cosignKey}, PasswordFile: cosignPass},
 	}
 	if err := o.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("kmod-build as kiln-kmod-build: %v\n%s", err, out.String())
