@@ -367,3 +367,67 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestDeliberateDifferencesFromMCO: where kiln is stricter than MCO or keeps
+// user data MCO would drop (README.md "Differences from MCO"). Each subtest
+// states the difference in its name.
+func TestDeliberateDifferencesFromMCO(t *testing.T) {
+	st := testStream(t)
+	t.Run("unknown providerSpec fields are kept (MCO re-encodes the typed spec and drops them)", func(t *testing.T) {
+		ms := machineSet(t, "ms", gcpSpec(oldGCP))
+		var doc map[string]any
+		_ = json.Unmarshal(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, &doc)
+		doc["futureField"] = map[string]any{"keep": "me"}
+		ms.Spec.Template.Spec.ProviderSpec.Value.Raw, _ = json.Marshal(doc)
+		plan, err := GCP{}.Plan(Input{MachineSet: ms, Arch: "x86_64", Stream: st, Infra: infra(configv1.GCPPlatformType)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, err := plan.Spec.Apply(plan.Edits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var after map[string]any
+		_ = json.Unmarshal(next, &after)
+		if got := changedPaths(doc, after); len(got) != 1 || got[".disks[0].image"] != newGCP {
+			t.Fatalf("changed %v, want only the boot image", got)
+		}
+	})
+	t.Run("Azure Hyper-V generation is kept for an unpaid image without type (MCO moves gen1 to gen2)", func(t *testing.T) {
+		// MCO (platform_helpers.go reconcileAzureProviderSpec) reads the
+		// generation from the SKU's "v2" only when type is MarketplaceNoPlan;
+		// otherwise gen2 unless the SKU says gen1, so "aro_418" became gen2.
+		spec := azureSpec(machinev1beta1.Image{Publisher: "azureopenshift", Offer: "aro4", SKU: "aro_418", Version: "418.94.20241009"})
+		plan, err := Azure{}.Plan(Input{MachineSet: machineSet(t, "ms", spec), Arch: "x86_64", Stream: st, Infra: infra(configv1.AzurePlatformType)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(plan.Target, ":aro_420:") {
+			t.Fatalf("target %s, want the generation 1 SKU aro_420", plan.Target)
+		}
+	})
+	t.Run("GCP stream without the architecture is an error (MCO dereferences a nil entry and crashes)", func(t *testing.T) {
+		_, err := GCP{}.Plan(Input{MachineSet: machineSet(t, "ms", gcpSpec(oldGCP)), Arch: "aarch64", Stream: streamWithout(t, "aarch64"), Infra: infra(configv1.GCPPlatformType)})
+		if err == nil || !strings.Contains(err.Error(), "does not have architecture 'aarch64'") {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("GCP stream without a GCP image is an error (MCO dereferences a nil image and crashes)", func(t *testing.T) {
+		s := streamWithout(t, "none")
+		a := s.Architectures["x86_64"]
+		a.Images.Gcp = nil
+		s.Architectures["x86_64"] = a
+		_, err := GCP{}.Plan(Input{MachineSet: machineSet(t, "ms", gcpSpec(oldGCP)), Arch: "x86_64", Stream: s, Infra: infra(configv1.GCPPlatformType)})
+		if err == nil || !strings.Contains(err.Error(), "has no GCP image") {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("vSphere without platformSpec.vsphere is counted as skipped (MCO logs it and counts it reconciled)", func(t *testing.T) {
+		inf := infra(configv1.VSpherePlatformType)
+		inf.Spec.PlatformSpec.VSphere = nil
+		plan, err := VSphere{}.Plan(Input{MachineSet: machineSet(t, "ms", vsphereSpec("ci-7xk2p-rhcos-old")), Arch: "x86_64", Stream: st, Infra: inf})
+		if err != nil || plan.Skip != reasonNoVSphereSpec {
+			t.Fatalf("plan %+v err %v", plan, err)
+		}
+	})
+}
