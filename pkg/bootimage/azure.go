@@ -58,6 +58,12 @@ func (Azure) Plan(in Input) (Plan, error) {
 		}
 		variant = v
 	}
+	// MCO (platform_helpers.go reconcileAzureProviderSpec) fails when the
+	// stream lacks the architecture, as GCP and vSphere do here; only a
+	// stream without Azure marketplace images is a skip.
+	if _, err := in.Stream.Arch(in.Arch); err != nil {
+		return Plan{}, fmt.Errorf("MachineSet %s: %w", name, err)
+	}
 	mp := in.Stream.Azure[in.Arch]
 	if mp == nil {
 		return Plan{Skip: fmt.Sprintf("stream %s has no Azure marketplace images", in.Stream.FormatPrefix(in.Arch))}, nil

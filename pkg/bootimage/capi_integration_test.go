@@ -206,7 +206,7 @@ func TestClusterAPIOnAPIServer(t *testing.T) {
 		}
 	}
 	mc := tc.machineConfiguration(t)
-	if d := condition(mc, ConditionDegraded); d == nil || d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, "2 of 9 CAPI MachineSets degraded") {
+	if d := condition(mc, ConditionDegraded); d == nil || d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, "| 2 Degraded CAPI MachineSets | Error(s): [error syncing CAPI MachineSet ") {
 		t.Errorf("degraded %+v", d)
 	}
 	if p := condition(mc, ConditionProgressing); p == nil || !strings.Contains(p.Message, "Reconciled 7 of 9 CAPI MachineSets (5 patched, 1 up to date, 1 skipped)") {

@@ -128,6 +128,11 @@ func (p *pass) capiDecide(ctx context.Context, cc CAPICluster, ms *unstructured.
 	if err != nil {
 		return fmt.Errorf("MachineSet %s %s: %w", name, infraRefField, err)
 	}
+	// As for Machine API MachineSets (reconcile.go decideAndPatch): a bad
+	// stream fails this MachineSet only.
+	if p.streamErr != nil {
+		return fmt.Errorf("MachineSet %s: %w", name, p.streamErr)
+	}
 	plan, err := up.PlanTemplate(TemplateInput{Template: tmpl, Arch: arch, Stream: p.stream, Infra: p.infra})
 	if err != nil {
 		return fmt.Errorf("MachineSet %s: %w", name, err)

@@ -156,14 +156,20 @@ func TestGuardsOnAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("stamp of the desired release is stable", func(t *testing.T) {
+	t.Run("Partial history defers whatever the stamp says", func(t *testing.T) {
+		// MCO's isClusterStable: only a Completed history[0] is stable.
 		newNS(t, "stamped", stale("a"))
 		tc.setClusterVersion(t, "4.20.3", configv1.PartialUpdate) // stamp 4.20.3 == desired
 		defer tc.setClusterVersion(t, "4.20.3", configv1.CompletedUpdate)
+		tc.counter.reset()
 		r := tc.reconciler("stamped")
-		r.StableTimeout = 500 * time.Millisecond
-		if rep, err := r.Run(ctx); err != nil || len(rep.Patched) != 1 {
-			t.Fatalf("patched %v err %v", rep.Patched, err)
+		r.StableTimeout = 300 * time.Millisecond
+		_, err := r.Run(ctx)
+		if err == nil || !strings.Contains(err.Error(), "history[0] 4.20.3 is Partial") || !strings.Contains(err.Error(), `MCOReleaseImageVersion="4.20.3"`) {
+			t.Fatalf("error %v", err)
+		}
+		if n := tc.counter.get("PATCH machinesets"); n != 0 {
+			t.Fatalf("%d patches", n)
 		}
 	})
 
@@ -195,7 +201,7 @@ func TestGuardsOnAPIServer(t *testing.T) {
 			t.Fatalf("%d patches after the hot-loop stop", n)
 		}
 		d := condition(tc.machineConfiguration(t), ConditionDegraded)
-		if d == nil || d.Status != metav1.ConditionTrue || !strings.Contains(d.Message, "1 of 1 MAPI MachineSets degraded") {
+		if d == nil || d.Status != metav1.ConditionTrue || !strings.HasPrefix(d.Message, "1 Degraded MAPI MachineSets | 0 Degraded CAPI MachineSets | Error(s): error syncing MAPI MachineSet a: ") {
 			t.Fatalf("degraded %+v", d)
 		}
 	})

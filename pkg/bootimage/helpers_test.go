@@ -59,8 +59,10 @@ func machineSet(t testing.TB, name string, spec any) *machinev1beta1.MachineSet 
 	}
 }
 
+// infra is an installer-made Infrastructure; on vSphere its platformSpec
+// names the vCenter and failure domain vsphereSpec's workspace is in.
 func infra(p configv1.PlatformType) *configv1.Infrastructure {
-	return &configv1.Infrastructure{
+	inf := &configv1.Infrastructure{
 		ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
 		Spec:       configv1.InfrastructureSpec{PlatformSpec: configv1.PlatformSpec{Type: p}},
 		Status: configv1.InfrastructureStatus{InfrastructureName: "ci-7xk2p",
@@ -68,6 +70,15 @@ func infra(p configv1.PlatformType) *configv1.Infrastructure {
 			APIServerURL: "https://api.ci.example:6443", APIServerInternalURL: "https://api-int.ci.example:6443", EtcdDiscoveryDomain: "",
 			PlatformStatus: &configv1.PlatformStatus{Type: p}},
 	}
+	if p == configv1.VSpherePlatformType {
+		inf.Spec.PlatformSpec.VSphere = &configv1.VSpherePlatformSpec{
+			VCenters: []configv1.VSpherePlatformVCenterSpec{{Server: "vcenter.ci.example", Port: 443, Datacenters: []string{"dc1"}}},
+			FailureDomains: []configv1.VSpherePlatformFailureDomainSpec{{Name: "generated-failure-domain", Region: "generated-region", Zone: "generated-zone",
+				Server: "vcenter.ci.example", Topology: configv1.VSpherePlatformTopology{Datacenter: "dc1", ComputeCluster: "/dc1/host/c1",
+					Networks: []string{"ci-segment"}, Datastore: "/dc1/datastore/ds1", ResourcePool: "/dc1/host/c1/Resources", Folder: "/dc1/vm/ci-7xk2p"}}},
+		}
+	}
+	return inf
 }
 
 // changedPaths lists the leaf paths whose values differ between two JSON

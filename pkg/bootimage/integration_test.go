@@ -227,7 +227,7 @@ func TestFleetOnAPIServer(t *testing.T) {
 	if prog == nil || prog.Status != metav1.ConditionFalse || !strings.HasPrefix(prog.Message, "Reconciled 17 of 17 MAPI MachineSets (9 patched, 3 up to date, 5 skipped)") {
 		t.Errorf("progressing %+v", prog)
 	}
-	if deg == nil || deg.Status != metav1.ConditionFalse || deg.Message != "0 of 17 MAPI MachineSets degraded" {
+	if deg == nil || deg.Status != metav1.ConditionFalse || deg.Message != "0 Degraded MAPI MachineSets | 0 Degraded CAPI MachineSets" {
 		t.Errorf("degraded %+v", deg)
 	}
 

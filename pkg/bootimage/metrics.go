@@ -22,7 +22,7 @@ const (
 func WriteMetrics(path string, rep *Report, failed bool, skew operatorv1.BootImageSkewEnforcementModeStatus, now float64) error {
 	reg := prometheus.NewRegistry()
 	sets := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricMachineSets,
-		Help: "MachineSets of the last boot image pass, by outcome."}, []string{"state"})
+		Help: "Machine API and Cluster API MachineSets of the last boot image pass, by outcome."}, []string{"state"})
 	degraded := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricDegraded,
 		Help: "1 when the last boot image pass set BootImageUpdateDegraded."})
 	skewNone := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricSkewNone,
@@ -30,10 +30,15 @@ func WriteMetrics(path string, rep *Report, failed bool, skew operatorv1.BootIma
 	last := prometheus.NewGauge(prometheus.GaugeOpts{Name: MetricLastPassTime,
 		Help: "Unix time of the last boot image pass."})
 	reg.MustRegister(sets, degraded, skewNone, last)
-	sets.WithLabelValues("patched").Set(float64(len(rep.Patched)))
-	sets.WithLabelValues("uptodate").Set(float64(len(rep.UpToDate)))
-	sets.WithLabelValues("skipped").Set(float64(len(rep.Skipped)))
-	sets.WithLabelValues("degraded").Set(float64(len(rep.Errors)))
+	// Machine API and Cluster API MachineSets alike: each one counts once.
+	capi := &CAPIReport{}
+	if rep.CAPI != nil {
+		capi = rep.CAPI
+	}
+	sets.WithLabelValues("patched").Set(float64(len(rep.Patched) + len(capi.Patched)))
+	sets.WithLabelValues("uptodate").Set(float64(len(rep.UpToDate) + len(capi.UpToDate)))
+	sets.WithLabelValues("skipped").Set(float64(len(rep.Skipped) + len(capi.Skipped)))
+	sets.WithLabelValues("degraded").Set(float64(len(rep.Errors) + len(capi.Errors)))
 	if failed {
 		degraded.Set(1)
 	}

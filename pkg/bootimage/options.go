@@ -57,7 +57,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.Options.AddFlags(fs)
 	o.KubeOptions.AddFlags(fs)
 	fs.StringVar(&o.Namespace, "namespace", MachineAPINamespace, "namespace of the Machine API MachineSets")
-	fs.DurationVar(&o.StableTimeout, "stable-timeout", 10*time.Minute, "how long to wait for a stable cluster (MCO stamp or completed ClusterVersion)")
+	fs.DurationVar(&o.StableTimeout, "stable-timeout", 10*time.Minute, "how long to wait for a stable cluster (ClusterVersion history[0] Completed, as MCO)")
 	fs.StringVar(&o.DefaultArch, "default-arch", arch.CurrentRpmArch(), "stream architecture of MachineSets without the autoscaler arch annotation")
 	fs.StringVar(&o.DefaultOptIn, "default-opt-in", "platform", `opt-in when the admin has none: "platform" (the platform's default), "true" or "false"`)
 	fs.StringVar(&o.VSphereTemplates, "vsphere-templates", "", "ConfigMap namespace/name mapping stream releases to vSphere template names")

@@ -103,6 +103,9 @@ type pass struct {
 	cv      *configv1.ClusterVersion
 	updater Updater
 	stream  *Stream
+	// streamErr is why the stream could not be parsed; as in MCO, it fails
+	// each MachineSet that needs the stream, not the pass.
+	streamErr error
 	// stable is checked once, when the first MachineSet reaches that guard.
 	stableChecked bool
 }
@@ -118,8 +121,9 @@ func (r *Reconciler) Run(ctx context.Context) (*Report, error) {
 	}
 	p.report.SkewEnforcement = skewMode(mc)
 	st := newStatus(mc)
-	err = p.run(ctx, mc, st)
-	st.finish(p.report, err)
+	clusterErr := p.run(ctx, mc, st)
+	st.finish(p.report, clusterErr)
+	err = errors.Join(clusterErr, p.report.failures())
 	p.skew(mc, st, err != nil)
 	if serr := p.writeStatus(ctx, st); serr != nil {
 		err = errors.Join(err, serr)
@@ -159,14 +163,16 @@ func (p *pass) run(ctx context.Context, mc *operatorv1.MachineConfiguration, st 
 			return err
 		}
 	}
-	if err := p.clusterAPI(ctx); err != nil {
-		return err
-	}
+	return p.clusterAPI(ctx)
+}
+
+// failures summarises the MachineSets that failed, nil when none did.
+func (r *Report) failures() error {
 	var errs []error
-	if n := len(p.report.Errors); n > 0 {
-		errs = append(errs, fmt.Errorf("%d of %d MachineSets failed: %s", n, len(sets), p.report.Errors[0].Reason))
+	if n := len(r.Errors); n > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d MachineSets failed: %s", n, r.Enrolled, r.Errors[0].Reason))
 	}
-	if c := p.report.CAPI; c != nil && len(c.Errors) > 0 {
+	if c := r.CAPI; c != nil && len(c.Errors) > 0 {
 		errs = append(errs, fmt.Errorf("%d of %d Cluster API MachineSets failed: %s", len(c.Errors), c.Enrolled, c.Errors[0].Reason))
 	}
 	return errors.Join(errs...)
@@ -299,6 +305,12 @@ func (p *pass) decideAndPatch(ctx context.Context, ms *machinev1beta1.MachineSet
 	if r := providerKindGuard(ms, platformOf(p.infra)); r != "" {
 		return skip(r)
 	}
+	// MCO decodes the stream for each MachineSet it reconciles
+	// (platform_helpers.go reconcilePlatform), so a bad stream fails the
+	// MachineSets that need it and nothing else.
+	if p.streamErr != nil {
+		return p.streamErr
+	}
 	plan, err := p.updater.Plan(Input{MachineSet: ms, Arch: arch, Stream: p.stream, Infra: p.infra, VSphereTemplates: p.VSphereTemplates})
 	if err != nil {
 		return err
@@ -362,12 +374,13 @@ func (p *pass) buildPatch(ms *machinev1beta1.MachineSet, plan Plan) ([]byte, err
 	})
 }
 
-// ensureStable waits, at most StableTimeout, until the coreos-bootimages
-// ConfigMap carries the MCO stamp of the release being rolled out or the
-// latest ClusterVersion history entry is Completed, then parses the stream.
-// MCO checks the stamp against its own version and skips the sync when
-// the cluster is unstable (retrying on the next event); a one-shot stage
-// has no next event, so it waits.
+// ensureStable waits, at most StableTimeout, until the cluster is stable
+// as MCO decides it (stable), then parses the stream. MCO skips the whole
+// sync while the cluster is unstable and runs again on the ClusterVersion
+// event that makes it stable (boot_image_controller.go syncAll and
+// updateClusterVersion); a one-shot stage has no next event, so it waits,
+// and a timeout is an error: nothing is patched. A stream that cannot be
+// parsed is kept as streamErr for the MachineSets that need it.
 func (p *pass) ensureStable(ctx context.Context) error {
 	if p.stableChecked {
 		return nil
@@ -409,30 +422,30 @@ func (p *pass) ensureStable(ctx context.Context) error {
 		}
 		return err
 	}
-	if p.stream, err = ParseStream(cm); err != nil {
-		return err
-	}
-	p.report.ReleaseVersion = p.stream.ReleaseVersion
 	p.stableChecked = true
+	if p.stream, p.streamErr = ParseStream(cm); p.streamErr == nil {
+		p.report.ReleaseVersion = p.stream.ReleaseVersion
+	}
 	return nil
 }
 
-// stable reports whether boot images may be updated, and why not.
+// stable reports whether boot images may be updated, and why not, by MCO's
+// rule (pkg/controller/bootimage/helpers.go isClusterStable): the newest
+// ClusterVersion history entry exists and is Completed. An empty history
+// (installing) and a Partial newest entry (upgrading) defer, whatever the
+// coreos-bootimages ConfigMap's MCOReleaseImageVersion stamp says; the
+// stamp is only quoted in the reason.
 func stable(cm *corev1.ConfigMap, cv *configv1.ClusterVersion) (bool, string) {
-	desired := cv.Status.Desired.Version
-	stamp := cm.Data[MCOReleaseVersionKey]
-	if desired != "" && stamp == desired {
+	h := cv.Status.History
+	if len(h) > 0 && h[0].State == configv1.CompletedUpdate {
 		return true, ""
 	}
-	if h := cv.Status.History; len(h) > 0 && h[0].State == configv1.CompletedUpdate {
-		return true, ""
-	}
-	state := "no history"
-	if h := cv.Status.History; len(h) > 0 {
+	state := "has no history (installing)"
+	if len(h) > 0 {
 		state = fmt.Sprintf("history[0] %s is %s", h[0].Version, h[0].State)
 	}
-	return false, fmt.Sprintf("ConfigMap %s/%s %s=%q does not match ClusterVersion desired %q, and ClusterVersion %s",
-		MCONamespace, BootImagesConfigMap, MCOReleaseVersionKey, stamp, desired, state)
+	return false, fmt.Sprintf("ClusterVersion/version (desired %q) %s; boot images wait for a Completed update, whatever ConfigMap %s/%s %s=%q says",
+		cv.Status.Desired.Version, state, MCONamespace, BootImagesConfigMap, MCOReleaseVersionKey, cm.Data[MCOReleaseVersionKey])
 }
 
 func (p *pass) logf(format string, args ...any) {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -42,30 +43,51 @@ func (s *status) progressing() *status {
 	return s
 }
 
-// finish records the outcome of a pass: "x of y" reconciled, "e of y"
-// degraded with the errors. MCO's messages carry four machine kinds
-// (MAPI, CPMS, CAPI MachineSets and MachineDeployments); kiln's name the
-// MAPI MachineSets it handles.
-func (s *status) finish(r *Report, err error) *status {
+// finish records the outcome of a pass: "x of y" reconciled, and each
+// failed MachineSet in BootImageUpdateDegraded, worded as MCO words it
+// (pkg/controller/bootimage/boot_image_controller.go
+// getDegradedStatusMessage, updateConditions, syncMAPIMachineSets):
+// "<e> Degraded MAPI MachineSets | <e> Degraded CAPI MachineSets", then
+// " | Error(s): " and the errors as apimachinery's aggregate prints them,
+// one "error syncing MAPI MachineSet <name>: <reason>" each. MCO's
+// messages also carry ControlPlaneMachineSets and CAPI MachineDeployments,
+// which kiln does not handle. clusterErr is a failure of the whole pass
+// (opt-in, ConfigMap, stability).
+func (s *status) finish(r *Report, clusterErr error) *status {
 	done := len(r.Patched) + len(r.UpToDate) + len(r.Skipped)
 	progMsg := fmt.Sprintf("Reconciled %d of %d MAPI MachineSets (%d patched, %d up to date, %d skipped)",
 		done, s.total, len(r.Patched), len(r.UpToDate), len(r.Skipped))
-	degMsg := fmt.Sprintf("%d of %d MAPI MachineSets degraded", len(r.Errors), s.total)
-	if c := r.CAPI; c != nil {
-		// Beyond MCO's MAPI-only messages: the Cluster API MachineSets too.
-		progMsg += fmt.Sprintf("; Reconciled %d of %d CAPI MachineSets (%d patched, %d up to date, %d skipped)",
-			len(c.Patched)+len(c.UpToDate)+len(c.Skipped), c.Enrolled, len(c.Patched), len(c.UpToDate), len(c.Skipped))
-		degMsg += fmt.Sprintf("; %d of %d CAPI MachineSets degraded", len(c.Errors), c.Enrolled)
+	var errs []error
+	for _, e := range r.Errors {
+		errs = append(errs, fmt.Errorf("error syncing MAPI MachineSet %s: %s", e.Name, e.Reason))
 	}
+	capi := &CAPIReport{}
+	if r.CAPI != nil {
+		capi = r.CAPI
+		// Beyond MCO's MAPI-only progress: the Cluster API MachineSets too.
+		progMsg += fmt.Sprintf("; Reconciled %d of %d CAPI MachineSets (%d patched, %d up to date, %d skipped)",
+			len(capi.Patched)+len(capi.UpToDate)+len(capi.Skipped), capi.Enrolled, len(capi.Patched), len(capi.UpToDate), len(capi.Skipped))
+	}
+	for _, e := range capi.Errors {
+		errs = append(errs, fmt.Errorf("error syncing CAPI MachineSet %s: %s", e.Name, e.Reason))
+	}
+	if clusterErr != nil {
+		errs = append(errs, clusterErr)
+	}
+	degMsg := fmt.Sprintf("%d Degraded MAPI MachineSets | %d Degraded CAPI MachineSets", len(r.Errors), len(capi.Errors))
 	prog := metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: reasonReconciled, Message: progMsg}
 	deg := metav1.Condition{Type: ConditionDegraded, Status: metav1.ConditionFalse, Reason: reasonReconciled, Message: degMsg}
-	if err != nil {
+	if agg := utilerrors.NewAggregate(errs); agg != nil {
 		deg.Status, deg.Reason = metav1.ConditionTrue, reasonFailed
-		deg.Message = fmt.Sprintf("%s | Error: %s", degMsg, truncate(err.Error(), 1024))
+		deg.Message = fmt.Sprintf("%s | Error(s): %s", degMsg, truncate(agg.Error(), maxErrorsMessage))
 	}
 	s.conditions = []metav1.Condition{prog, deg}
 	return s
 }
+
+// maxErrorsMessage bounds the errors in the Degraded message (the API
+// allows 32768 bytes per condition message; MCO does not bound it).
+const maxErrorsMessage = 16384
 
 func truncate(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", "; ")

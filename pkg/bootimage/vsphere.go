@@ -30,6 +30,9 @@ func (VSphere) Plan(in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
+	if in.Infra == nil || in.Infra.Spec.PlatformSpec.VSphere == nil {
+		return Plan{Skip: reasonNoVSphereSpec, Current: spec.Template}, nil
+	}
 	arch, err := in.Stream.Arch(in.Arch)
 	if err != nil {
 		return Plan{}, err
@@ -38,10 +41,10 @@ func (VSphere) Plan(in Input) (Plan, error) {
 	if release == "" {
 		return Plan{}, fmt.Errorf("reading boot images: stream %s has no vmware artifact release", in.Stream.FormatPrefix(in.Arch))
 	}
-	infraName := ""
-	if in.Infra != nil {
-		infraName = in.Infra.Status.InfrastructureName
+	if err := checkVSphereWorkspace(in.MachineSet, spec.Workspace, in.Infra.Spec.PlatformSpec.VSphere); err != nil {
+		return Plan{}, err
 	}
+	infraName := in.Infra.Status.InfrastructureName
 	target, mapped := in.VSphereTemplates[release]
 	if !mapped {
 		if infraName == "" {

@@ -8,13 +8,23 @@
 // salt and the YAML of the merged spec. The merged config is encoded with
 // github.com/clarketm/json, as MCO does, so the names match.
 //
+// The 1.5 MiB limit (MaxConfigSize, etcd's request size) is measured on
+// exactly the bytes MCO measures (size.go): clarketm/json of the
+// MachineConfig MCO's render controller would create — no kind, no labels,
+// the pool as controller owner, MCO's annotations — not on kiln's own
+// object. Over the limit fails, at the limit passes, as in MCO. MCO's
+// controller version is read from the generated input MCs; without them,
+// and for a pool without a UID (manifests), values of the same length
+// stand in.
+//
 // Where kiln differs from MCO, on purpose:
 //   - An empty or absent machineConfigSelector is an error (MCO emits a
 //     SelectingAll event and renders nothing).
 //   - MCs labelled kiln.dev/managed=true are left out (kiln's own osImageURL
 //     MC; otherwise a rollout would trigger a render of itself).
 //   - Extensions are checked against the allowlist for every MC; MCO skips
-//     the check for an MC without an Ignition config.
+//     the check for an MC without an Ignition config
+//     (TestDeliberateDifferencesFromMCO).
 //   - Remote sources (seed 002): http(s) file contents, file appends and TLS
 //     CAs are fetched, checked against verification.hash and embedded as
 //     data: URLs (gzip when smaller, compression set, httpHeaders dropped;
@@ -53,7 +63,9 @@
 //     quadratic cost. Otherwise the left fold runs.
 //   - The rendered config carries kiln.dev/pool and kiln.dev/inputs; it has
 //     no generated-by-controller-version annotation (kiln is not the MCO
-//     controller). The owner reference to the pool is set only when the pool
+//     controller). Its size is still checked on MCO's object, so the object
+//     kiln writes can be some hundred bytes larger or smaller than the one
+//     measured (a long kiln.dev/inputs list). The owner reference to the pool is set only when the pool
 //     has a UID (it has none in a directory of manifests).
 //   - Render never contacts a container registry: osImageURL is recorded as
 //     given, tag or digest (MCO warns about tags); pkg/payload resolves tags.

@@ -5,16 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/clarketm/json"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kiln-dev/kiln/pkg/ignres"
 )
-
-// MaxConfigSize is MCO's cap on a rendered MachineConfig's JSON (etcd's
-// request limit is 1.5 MiB).
-const MaxConfigSize = ignres.MaxRenderedConfig
 
 // Request is everything one render needs. Render never contacts a container
 // registry: image references are recorded as given.
@@ -150,13 +143,8 @@ func assemble(pool *mcfgv1.MachineConfigPool, inputs []*mcfgv1.MachineConfig, sp
 			Name: pool.Name, UID: pool.UID, Controller: &yes, BlockOwnerDeletion: &yes,
 		}}
 	}
-	// MCO measures the object as it would be sent to etcd.
-	data, err := json.Marshal(mc)
-	if err != nil {
-		return nil, fmt.Errorf("encoding rendered config: %w", err)
-	}
-	if len(data) > MaxConfigSize {
-		return nil, fmt.Errorf("rendered MachineConfig %s is too large: %d bytes, limit %d (etcd's request size)", name, len(data), MaxConfigSize)
+	if err := checkSize(pool, inputs, name, spec, d); err != nil {
+		return nil, err
 	}
 	return mc, nil
 }
