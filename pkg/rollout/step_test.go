@@ -20,6 +20,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/mcosim"
 )
@@ -50,7 +51,12 @@ func TestRolloutStep(t *testing.T) {
 	signed := pushImage(t, e.Registry.Ref("kiln/steps:signed"))
 	unsigned := pushImage(t, e.Registry.Ref("kiln/steps:unsigned"))
 	r := registry.Remote{Insecure: []string{e.Registry.Host}}
-	if _, err := signing.Sign(t.Context(), r, signing.SignInput{Image: signed, Key: keys.PrivateBytes, Password: []byte("pw")}); err != nil {
+	inputs, err := trust.NodeImage{Pool: "worker", BaseImage: signed, RenderedName: "rendered-worker-1",
+		RenderedHash: "sha256:" + strings.Repeat("b", 64), Source: "https://github.com/kiln-dev/kiln", Builder: "fast"}.Inputs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := signing.Sign(t.Context(), r, signing.SignInput{Image: signed, Key: keys.PrivateBytes, Password: []byte("pw"), Inputs: inputs}); err != nil {
 		t.Fatal(err)
 	}
 
