@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -106,4 +108,20 @@ func TestPlanLayerWritesDecompressedVerifiedContent(t *testing.T) {
 func sha512Of(b []byte) string {
 	s := sha512.Sum512(b)
 	return "sha512-" + hex.EncodeToString(s[:])
+}
+
+// TestReadRenderedRefusesOversizedFile writes a rendered.json larger than
+// any config render can write and checks it is refused before it is
+// decoded, naming the limit.
+func TestReadRenderedRefusesOversizedFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "rendered.json")
+	big := `{"kind":"MachineConfig","metadata":{"name":"rendered-worker-1"},"spec":{"kernelArguments":["` +
+		strings.Repeat("a", maxRenderedFile) + `"]}}`
+	if err := os.WriteFile(p, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReadRendered(p)
+	if err == nil || !strings.Contains(err.Error(), "over 6291456 bytes") {
+		t.Fatalf("error %v, want a refusal naming the 6291456-byte limit", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/pkg/ignres"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -218,11 +220,24 @@ func ReadReport(path string) (*BuildReport, error) {
 	return rep, nil
 }
 
+// maxRenderedFile bounds the read of render's output: the config itself is
+// at most ignres.MaxRenderedConfig bytes as compact JSON, and render writes
+// it indented, which can double a config of many short fields.
+const maxRenderedFile = 4 * ignres.MaxRenderedConfig
+
 // ReadRendered reads render's output, a full MachineConfig object.
 func ReadRendered(path string) (*mcfgv1.MachineConfig, error) {
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading rendered config: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxRenderedFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading rendered config: %w", err)
+	}
+	if len(b) > maxRenderedFile {
+		return nil, fmt.Errorf("reading rendered config %s: over %d bytes; a rendered config is at most %d bytes (MCO's limit), so this file was not written by render", path, maxRenderedFile, ignres.MaxRenderedConfig)
 	}
 	mc := &mcfgv1.MachineConfig{}
 	if err := json.Unmarshal(b, mc); err != nil {
