@@ -38,6 +38,10 @@ func (VSphere) Plan(in Input) (Plan, error) {
 	if release == "" {
 		return Plan{}, fmt.Errorf("reading boot images: stream %s has no vmware artifact release", in.Stream.FormatPrefix(in.Arch))
 	}
+	who := "MachineSet " + in.MachineSet.Namespace + "/" + in.MachineSet.Name
+	if err := checkVSphereName(release); err != nil {
+		return Plan{}, imageIDError(who, "architectures."+in.Arch+".artifacts.vmware.release", release, err)
+	}
 	infraName := ""
 	if in.Infra != nil {
 		infraName = in.Infra.Status.InfrastructureName
@@ -51,6 +55,12 @@ func (VSphere) Plan(in Input) (Plan, error) {
 		if dir := path.Dir(spec.Template); strings.Contains(spec.Template, "/") && dir != "." {
 			target = path.Join(dir, target)
 		}
+	}
+	// The name comes from the mapping ConfigMap or from the naming rule
+	// (infrastructureName, release); either way it is checked before it
+	// is written.
+	if err := checkVSphereTemplate(target); err != nil {
+		return Plan{}, fmt.Errorf("%s: vSphere template %q for release %s: %w; not writing it (no patch)", who, target, release, err)
 	}
 	plan := Plan{Spec: ps, Current: spec.Template, Target: target, Release: release}
 	if spec.UserDataSecret != nil {
