@@ -82,4 +82,3 @@ func FuzzUintLabel(f *testing.F) {
 		}
 	})
 }
-
