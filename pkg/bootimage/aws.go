@@ -35,6 +35,9 @@ func (AWS) Plan(in Input) (Plan, error) {
 		// with copied AMIs) are left alone, not degraded.
 		return Plan{Skip: fmt.Sprintf("stream has no AMI for region %s (%v)", region, err)}, nil
 	}
+	if err := checkAWSAMI(img.Image); err != nil {
+		return Plan{}, imageIDError("MachineSet "+in.MachineSet.Namespace+"/"+in.MachineSet.Name, awsStreamField(in.Arch, region), img.Image, err)
+	}
 	plan := Plan{Spec: ps, Current: *spec.AMI.ID, Target: img.Image, Release: img.Release}
 	if spec.UserDataSecret != nil {
 		plan.UserDataSecret = secretRef(in.MachineSet, "", spec.UserDataSecret.Name)
@@ -75,6 +78,9 @@ func (AWS) PlanTemplate(in TemplateInput) (Plan, error) {
 	if err != nil {
 		return Plan{Skip: fmt.Sprintf("stream has no AMI for region %s (%v)", region, err), Current: cur}, nil
 	}
+	if err := checkAWSAMI(img.Image); err != nil {
+		return Plan{}, imageIDError(templateName(in.Template), awsStreamField(in.Arch, region), img.Image, err)
+	}
 	plan := Plan{Current: cur, Target: img.Image, Release: img.Release}
 	if cur == img.Image {
 		return plan, nil
@@ -82,4 +88,8 @@ func (AWS) PlanTemplate(in TemplateInput) (Plan, error) {
 	// Only one of id and eksLookupType may be set: replace the whole reference.
 	plan.Edits = []Edit{{Path: []any{"ami"}, Value: map[string]any{"id": img.Image}}}
 	return plan, nil
+}
+
+func awsStreamField(arch, region string) string {
+	return fmt.Sprintf("architectures.%s.images.aws.regions.%s.image", arch, region)
 }

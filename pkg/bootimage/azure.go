@@ -90,6 +90,9 @@ func (Azure) Plan(in Input) (Plan, error) {
 	if img == nil {
 		return Plan{}, fmt.Errorf("reading boot images: stream %s has no Azure %s %s image", in.Stream.FormatPrefix(in.Arch), variant.name, gen)
 	}
+	if field, value, err := checkAzureImage(img); err != nil {
+		return Plan{}, imageIDError("MachineSet "+name, fmt.Sprintf("architectures.%s.rhel-coreos-extensions.marketplace.azure.%s.%s.%s", in.Arch, variant.name, gen, field), value, err)
+	}
 	target := machinev1beta1.Image{Publisher: img.Publisher, Offer: img.Offer, SKU: img.SKU, Version: img.Version,
 		Type: machinev1beta1.AzureImageTypeMarketplaceNoPlan}
 	if variant.paid {

@@ -22,7 +22,7 @@ func (GCP) Plan(in Input) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	target, release, err := gcpImage(in.Stream, in.Arch)
+	target, release, err := gcpImage(in.Stream, in.Arch, "MachineSet "+in.MachineSet.Namespace+"/"+in.MachineSet.Name)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -46,8 +46,10 @@ func (GCP) Plan(in Input) (Plan, error) {
 	return plan, nil
 }
 
-// gcpImage returns the stream's GCP image reference and its release.
-func gcpImage(s *Stream, rpmArch string) (target, release string, err error) {
+// gcpImage returns the stream's GCP image reference and its release, in
+// the form MCO and the installer write: projects/<project>/global/images/
+// <name>, both parts checked first (who names the object for errors).
+func gcpImage(s *Stream, rpmArch, who string) (target, release string, err error) {
 	arch, err := s.Arch(rpmArch)
 	if err != nil {
 		return "", "", err
@@ -55,6 +57,13 @@ func gcpImage(s *Stream, rpmArch string) (target, release string, err error) {
 	img := arch.Images.Gcp
 	if img == nil || img.Project == "" || img.Name == "" {
 		return "", "", fmt.Errorf("reading boot images: stream %s has no GCP image (project and name)", s.FormatPrefix(rpmArch))
+	}
+	field := "architectures." + rpmArch + ".images.gcp."
+	if err := checkGCPProject(img.Project); err != nil {
+		return "", "", imageIDError(who, field+"project", img.Project, err)
+	}
+	if err := checkGCPName(img.Name); err != nil {
+		return "", "", imageIDError(who, field+"name", img.Name, err)
 	}
 	return fmt.Sprintf("projects/%s/global/images/%s", img.Project, img.Name), img.Release, nil
 }
@@ -75,7 +84,7 @@ func (GCP) PlanTemplate(in TemplateInput) (Plan, error) {
 	if cur == "" {
 		return Plan{Skip: "image not set (imageFamily or provider default)"}, nil
 	}
-	target, release, err := gcpImage(in.Stream, in.Arch)
+	target, release, err := gcpImage(in.Stream, in.Arch, templateName(in.Template))
 	if err != nil {
 		return Plan{}, err
 	}

@@ -44,6 +44,10 @@ func (VSphere) Plan(in Input) (Plan, error) {
 	if err := checkVSphereWorkspace(in.MachineSet, spec.Workspace, in.Infra.Spec.PlatformSpec.VSphere); err != nil {
 		return Plan{}, err
 	}
+	who := "MachineSet " + in.MachineSet.Namespace + "/" + in.MachineSet.Name
+	if err := checkVSphereName(release); err != nil {
+		return Plan{}, imageIDError(who, "architectures."+in.Arch+".artifacts.vmware.release", release, err)
+	}
 	infraName := in.Infra.Status.InfrastructureName
 	target, mapped := in.VSphereTemplates[release]
 	if !mapped {
@@ -54,6 +58,12 @@ func (VSphere) Plan(in Input) (Plan, error) {
 		if dir := path.Dir(spec.Template); strings.Contains(spec.Template, "/") && dir != "." {
 			target = path.Join(dir, target)
 		}
+	}
+	// The name comes from the mapping ConfigMap or from the naming rule
+	// (infrastructureName, release); either way it is checked before it
+	// is written.
+	if err := checkVSphereTemplate(target); err != nil {
+		return Plan{}, fmt.Errorf("%s: vSphere template %q for release %s: %w; not writing it (no patch)", who, target, release, err)
 	}
 	plan := Plan{Spec: ps, Current: spec.Template, Target: target, Release: release}
 	if spec.UserDataSecret != nil {

@@ -29,10 +29,15 @@ func TestExpandFilesToSign(t *testing.T) {
 		{"nested glob and duplicates", []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*/*.ko", "/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_?.ko", dir + "/kmm_ci_a.ko"},
 			[]string{dir + "/extra/kmm_ci_c.ko", dir + "/kmm_ci_a.ko", dir + "/kmm_ci_b.ko"}, ""},
 		{"glob matching nothing", []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/nope*.ko"}, nil,
-			`expanding sign.filesToSign[0] "/opt/lib/modules/${KERNEL_FULL_VERSION}/nope*.ko": matches no file in the image (as "` + dir + `/nope*.ko")`},
-		{"relative", []string{"lib/x.ko"}, nil, `expanding sign.filesToSign[0] "lib/x.ko": not an absolute path`},
+			`spec.osMapping.sign.filesToSign[0] "/opt/lib/modules/${KERNEL_FULL_VERSION}/nope*.ko": matches no file in the image (as "` + dir + `/nope*.ko")`},
+		{"relative", []string{"lib/x.ko"}, nil, `spec.osMapping.sign.filesToSign[0] "lib/x.ko": not an absolute path`},
 		{"other variable", []string{"/opt/${KERNEL_VERSION}/x.ko"}, nil, "only ${KERNEL_FULL_VERSION} may be substituted"},
 		{"bad glob", []string{"/opt/[.ko"}, nil, "syntax error in pattern"},
+		{"empty list refused", []string{}, nil, "spec.osMapping.sign.filesToSign: empty"},
+		{"nil list refused", nil, nil, "spec.osMapping.sign.filesToSign: empty"},
+		{"second pattern matching nothing names it", []string{dir + "/kmm_ci_a.ko", "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing.ko"}, nil,
+			`spec.osMapping.sign.filesToSign[1] "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing.ko": matches no file in the image`},
+		{"directory matched by a glob is no file", []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/dir.ko"}, nil, "matches no file in the image"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

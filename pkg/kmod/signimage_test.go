@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"crypto"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -149,23 +150,39 @@ func TestSignImage(t *testing.T) {
 	}
 }
 
-func TestSignImageGlobMatchingNothingPushesNothing(t *testing.T) {
+// TestSignImageRefusesNothingToSignAndPushesNothing: an empty filesToSign,
+// or a pattern matching no file, fails naming the field and the pattern,
+// and the signed image is never pushed (a "signed" image with nothing
+// signed would reach the node).
+func TestSignImageRefusesNothingToSignAndPushesNothing(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
 	kp := newKeyPair(t, "kiln kmod signer")
 	s, _ := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
 	srcRef, _ := name.ParseReference(r.Ref("kmods/rhcos:unsigned"), name.Insecure)
-	dstRef, _ := name.ParseReference(r.Ref("kmods/rhcos:signed"), name.Insecure)
 	if err := remote.Write(srcRef, unsignedImage(t, true)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: srcRef, Target: dstRef, Signer: s,
-		FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_a.ko", "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing-*.ko"}})
-	want := `expanding sign.filesToSign[1] "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing-*.ko": matches no file in the image (as "/opt/lib/modules/` + testKernel + `/missing-*.ko")`
-	if err == nil || err.Error() != want {
-		t.Fatalf("error %v\nwant %s", err, want)
+	cases := []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"empty list", []string{}, "spec.osMapping.sign.filesToSign: empty"},
+		{"no list", nil, "spec.osMapping.sign.filesToSign: empty"},
+		{"glob matching nothing", []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_a.ko", "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing-*.ko"},
+			`spec.osMapping.sign.filesToSign[1] "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing-*.ko": matches no file in the image (as "/opt/lib/modules/` + testKernel + `/missing-*.ko")`},
 	}
-	if _, err := remote.Head(dstRef); err == nil || !strings.Contains(err.Error(), "MANIFEST_UNKNOWN") && !strings.Contains(err.Error(), "404") {
-		t.Errorf("target was pushed despite the failure: %v", err)
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dstRef, _ := name.ParseReference(r.Ref(fmt.Sprintf("kmods/rhcos:signed-%d", i)), name.Insecure)
+			_, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: srcRef, Target: dstRef, Signer: s, FilesToSign: tc.files})
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant %s", err, tc.want)
+			}
+			if _, err := remote.Head(dstRef); err == nil || !strings.Contains(err.Error(), "MANIFEST_UNKNOWN") && !strings.Contains(err.Error(), "404") {
+				t.Errorf("target was pushed despite the failure: %v", err)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,7 @@
 package kmod
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/x509"
@@ -85,6 +86,9 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	if md.Spec.OSMapping.Sign == nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.sign is not set; kmod-sign has nothing to do", md.Namespace, md.Name)
+	}
+	if err := md.Validate(); err != nil {
+		return err
 	}
 	signer, err := o.signer(md)
 	if err != nil {
@@ -293,7 +297,9 @@ func ReadModuleDay0(ws step.Workspace) (*kmmv1beta1.ModuleDay0, error) {
 		return nil, fmt.Errorf("reading the pool's ModuleDay0 (render writes %s when one selects the pool): %w", p, err)
 	}
 	md := &kmmv1beta1.ModuleDay0{}
-	if err := json.Unmarshal(b, md); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(md); err != nil {
 		return nil, fmt.Errorf("decoding %s: %w", p, err)
 	}
 	return md, nil

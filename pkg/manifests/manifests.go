@@ -2,6 +2,13 @@
 // a GitOps checkout, or the input of local mode — the one way every stage
 // reads them: every .yaml, .yml and .json file under the folder, several
 // YAML documents per file, v1 Lists expanded.
+//
+// Kinds kiln's scheme knows (its own ModuleDay0 and BootImageHistory, the
+// OpenShift and Kubernetes kinds it reads) are decoded strictly, as the
+// apiserver does with fieldValidation=Strict: an unknown or duplicated
+// field is an error naming the file, the object and the field path, never
+// silently dropped. A Secret's stringData is merged into data as the
+// apiserver does on write, so every reader sees one form.
 package manifests
 
 import (
@@ -36,7 +43,7 @@ func Walk(dir string, fn func(runtime.Object) error) error {
 	if err != nil {
 		return err
 	}
-	dec := serializer.NewCodecFactory(scheme).UniversalDeserializer()
+	dec := strictDecoder(scheme)
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -65,7 +72,14 @@ func Decode(name string, in io.Reader, fn func(runtime.Object) error) error {
 	if err != nil {
 		return err
 	}
-	return decodeStream(serializer.NewCodecFactory(scheme).UniversalDeserializer(), name, in, fn)
+	return decodeStream(strictDecoder(scheme), name, in, fn)
+}
+
+// strictDecoder refuses unknown and duplicate fields, the checks the
+// apiserver's strict field validation makes, so a directory is held to
+// what the cluster would accept.
+func strictDecoder(scheme *runtime.Scheme) runtime.Decoder {
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 }
 
 func decodeStream(dec runtime.Decoder, name string, in io.Reader, fn func(runtime.Object) error) error {
@@ -94,6 +108,8 @@ func decode(dec runtime.Decoder, raw []byte, fn func(runtime.Object) error) erro
 		return unknownKind(raw, fn)
 	case runtime.IsMissingKind(err) || runtime.IsMissingVersion(err):
 		return errors.New("apiVersion and kind are required")
+	case runtime.IsStrictDecodingError(err) && obj != nil:
+		return fmt.Errorf("%s: %w", ObjectName(obj), err)
 	case err != nil:
 		return err
 	}
@@ -103,6 +119,9 @@ func decode(dec runtime.Decoder, raw []byte, fn func(runtime.Object) error) erro
 		items = t.Items
 	case *corev1.List:
 		items = t.Items
+	case *corev1.Secret:
+		mergeStringData(t)
+		return fn(t)
 	default:
 		return fn(obj)
 	}
@@ -125,6 +144,40 @@ func unknownKind(raw []byte, fn func(runtime.Object) error) error {
 		return err
 	}
 	return fn(u)
+}
+
+// mergeStringData does what the apiserver does when it stores a Secret:
+// every stringData entry is written into data, overwriting a data entry of
+// the same key, and stringData is dropped.
+func mergeStringData(s *corev1.Secret) {
+	if len(s.StringData) == 0 {
+		s.StringData = nil
+		return
+	}
+	if s.Data == nil {
+		s.Data = make(map[string][]byte, len(s.StringData))
+	}
+	for k, v := range s.StringData {
+		s.Data[k] = []byte(v)
+	}
+	s.StringData = nil
+}
+
+// ObjectName names an object as errors do: Kind namespace/name, or Kind
+// name for cluster-scoped objects.
+func ObjectName(obj runtime.Object) string {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		kind = fmt.Sprintf("%T", obj)
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return kind
+	}
+	if m.GetNamespace() == "" {
+		return kind + " " + m.GetName()
+	}
+	return kind + " " + m.GetNamespace() + "/" + m.GetName()
 }
 
 func onlyComments(raw []byte) bool {

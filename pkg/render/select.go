@@ -7,6 +7,8 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kiln-dev/kiln/pkg/manifests"
 )
 
 // Labels and annotations render reads or writes.
@@ -55,7 +57,13 @@ func Select(pool *mcfgv1.MachineConfigPool, all []*mcfgv1.MachineConfig) ([]*mcf
 		if len(mc.Labels) == 0 {
 			return nil, fmt.Errorf("MachineConfig %q: metadata.labels is empty: every MachineConfig needs a role label", mc.Name)
 		}
-		if mc.Labels[ManagedLabel] == "true" {
+		// kiln's own osImageURL MC must be left out, or a rollout would
+		// trigger itself; a value like "True" is refused, not guessed.
+		managed, _, err := manifests.BoolLabel("MachineConfig", mc, ManagedLabel)
+		if err != nil {
+			return nil, err
+		}
+		if managed {
 			continue
 		}
 		if mc.Labels[RoleLabel] == workerRole {

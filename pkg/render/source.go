@@ -140,6 +140,11 @@ func (o *Objects) Module(pool *mcfgv1.MachineConfigPool) (*kmmv1beta1.ModuleDay0
 	case 0:
 		return nil, nil
 	case 1:
+		// Directory mode has no apiserver to hold the ModuleDay0 to its
+		// schema; the same check runs here in both modes.
+		if err := found[0].Validate(); err != nil {
+			return nil, err
+		}
 		return found[0], nil
 	}
 	names := make([]string, len(found))

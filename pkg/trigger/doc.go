@@ -34,7 +34,11 @@
 // "Reverting to Standard OS", which seed 001 gives as a command on a
 // custom-build object and kiln does through the opt-in label. Pools may
 // carry kiln.dev/wave=N: a pool starts a run only when every enabled pool
-// of a lower wave has a succeeded run on the same payload.
+// of a lower wave has a succeeded run on the same payload. Both labels are
+// read by poolLabels in cluster and directory mode alike: a value other than
+// "true"/"false", or a wave that is not a non-negative integer, is an
+// InvalidInputs error naming the pool and the label, and nothing is done
+// for that pool (no run, no revert).
 //
 // A change of coreos-bootimages (or MachineConfiguration's
 // managedBootImages) alone starts the standalone bootimages Pipeline. When

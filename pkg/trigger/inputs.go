@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -18,6 +17,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/render"
 )
@@ -250,13 +250,23 @@ func (c *Controller) kmodRebuild(ctx context.Context, pool *mcfgv1.MachineConfig
 // waveOf reads a pool's kiln.dev/wave; pools without it are wave 0 and
 // wait for nobody.
 func waveOf(p *mcfgv1.MachineConfigPool) (int, bool, error) {
-	v, ok := p.Labels[LabelWave]
-	if !ok {
-		return 0, false, nil
+	n, ok, err := manifests.UintLabel("MachineConfigPool", p, LabelWave)
+	if err != nil {
+		return 0, false, fail(ReasonInputs, err)
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return 0, false, fail(ReasonInputs, fmt.Errorf("MachineConfigPool %q: metadata.labels[%s] %q: want a non-negative integer", p.Name, LabelWave, v))
+	return n, ok, nil
+}
+
+// poolLabels validates and reads a pool's kiln.dev labels, the one check
+// cluster mode (syncPool) and directory mode (PlanLocal) both run: a value
+// neither "true" nor "false" for kiln.dev/enabled, or a kiln.dev/wave that
+// is no non-negative integer, is an error naming the pool and the label,
+// and the pool gets no run (and no revert).
+func poolLabels(p *mcfgv1.MachineConfigPool) (enabled bool, wave int, err error) {
+	enabled, _, err = manifests.BoolLabel("MachineConfigPool", p, LabelEnabled)
+	if err != nil {
+		return false, 0, fail(ReasonInputs, err)
 	}
-	return n, true, nil
+	wave, _, err = waveOf(p)
+	return enabled, wave, err
 }

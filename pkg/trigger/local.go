@@ -67,6 +67,8 @@ type PoolPlan struct {
 	// Changed: no successful run has this fingerprint; Trigger says why.
 	Changed bool
 	Trigger string
+	// Wave is the pool's kiln.dev/wave (0 without the label).
+	Wave int
 }
 
 // PlanLocal fingerprints every enabled pool of objs (render.LoadDir, the
@@ -82,7 +84,13 @@ func PlanLocal(ctx context.Context, objs *render.Objects, st State, pipelineVers
 	var h SpecHasher
 	var plans []PoolPlan
 	for _, pool := range pools {
-		if pool.Labels[LabelEnabled] != "true" {
+		// The same check as cluster mode: a bad label stops the run
+		// rather than reading "2a" as wave 0 or "True" as disabled.
+		enabled, wave, err := poolLabels(pool)
+		if err != nil {
+			return nil, err
+		}
+		if !enabled {
 			continue
 		}
 		in, err := gatherInputs(ctx, pool, objs.Configs, objs.Modules, facts, resolve)
@@ -95,7 +103,7 @@ func PlanLocal(ctx context.Context, objs *render.Objects, st State, pipelineVers
 			return nil, err
 		}
 		prev, ok := st.Pools[pool.Name]
-		p := PoolPlan{Pool: pool.Name, Fingerprint: fp, Run: RunName(pool.Name, fp.Sum), Changed: !ok || prev.Fingerprint != fp.Sum}
+		p := PoolPlan{Pool: pool.Name, Fingerprint: fp, Run: RunName(pool.Name, fp.Sum), Changed: !ok || prev.Fingerprint != fp.Sum, Wave: wave}
 		if p.Changed {
 			p.Trigger = fp.Changed(prev.Parts)
 		}

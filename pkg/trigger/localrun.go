@@ -92,7 +92,10 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	waves := poolWaves(snap)
+	waves := map[string]int{}
+	for _, pl := range plans {
+		waves[pl.Pool] = pl.Wave
+	}
 	sort.SliceStable(plans, func(i, j int) bool { return waves[plans[i].Pool] < waves[plans[j].Pool] })
 	var todo []PoolPlan
 	for _, pl := range plans {
@@ -256,16 +259,6 @@ func embeddedRegistry(dir string) (stop func(), host string, err error) {
 	srv := &http.Server{Handler: registry.New(registry.WithBlobHandler(registry.NewDiskBlobHandler(dir)), registry.Logger(log.New(io.Discard, "", 0)))}
 	go func() { _ = srv.Serve(l) }()
 	return func() { _ = srv.Close() }, l.Addr().String(), nil
-}
-
-func poolWaves(snap *render.Objects) map[string]int {
-	m := map[string]int{}
-	for _, p := range snap.Pools {
-		if n, ok, err := waveOf(p); err == nil && ok {
-			m[p.Name] = n
-		}
-	}
-	return m
 }
 
 func taskResult(r *pipeline.RunResult, task, name string) string {

@@ -46,7 +46,11 @@ func (c *Controller) reconcilePool(ctx context.Context, req reconcile.Request) (
 }
 
 func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPool) error {
-	if pool.Labels[LabelEnabled] != "true" {
+	enabled, _, err := poolLabels(pool)
+	if err != nil {
+		return err
+	}
+	if !enabled {
 		return c.revert(ctx, pool)
 	}
 	var w world
