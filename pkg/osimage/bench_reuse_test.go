@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,19 +13,6 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
-
-// writeCounter counts requests that could change the registry.
-type writeCounter struct {
-	next   http.RoundTripper
-	writes atomic.Int64
-}
-
-func (c *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		c.writes.Add(1)
-	}
-	return c.next.RoundTrip(r)
-}
 
 // reuseBudget is the most the no-op reuse decision may take (issue 17).
 const reuseBudget = 100 * time.Millisecond
@@ -43,7 +29,7 @@ func BenchmarkReuseDecision(b *testing.B) {
 	ctx := context.Background()
 	pushBase(b, reg.Host, "base/os:1", 3)
 	key := newCosignKey(b)
-	wc := &writeCounter{next: http.DefaultTransport}
+	wc := &env.WriteCounter{Next: http.DefaultTransport}
 	r := registry.Remote{Insecure: []string{reg.Host}, Transport: wc}
 	in := testInput(b, reg.Host, "base/os:1", "kiln/os", "bench\n")
 	res, err := Build(ctx, r, in)
@@ -59,7 +45,7 @@ func BenchmarkReuseDecision(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wc.writes.Store(0)
+	before := wc.Writes()
 	var decision, head time.Duration
 	for b.Loop() {
 		start := time.Now()
@@ -76,7 +62,7 @@ func BenchmarkReuseDecision(b *testing.B) {
 		head += time.Since(start)
 	}
 	n := time.Duration(b.N)
-	writes := wc.writes.Load()
+	writes := wc.Writes() - before
 	b.ReportMetric(float64(decision/n)/1e6, "decision-ms/op")
 	b.ReportMetric(float64(head/n)/1e6, "head-ms/op")
 	b.ReportMetric(float64(decision)/float64(head), "decision/head")

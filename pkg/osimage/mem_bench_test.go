@@ -126,17 +126,5 @@ func BenchmarkImageLayerPeakRSS(b *testing.B) {
 		peakrss.Report()
 		return
 	}
-	ref := peakrss.Measure(b, "sample")
-	var peak float64
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		peak = max(peak, peakrss.Measure(b, "worst"))
-	}
-	b.StopTimer()
-	b.ReportMetric(peak, "peak-RSS-MiB")
-	b.ReportMetric(ref, "ref-RSS-MiB")
-	b.ReportMetric(peak/ref, "x-sample")
-	if peak >= 256 {
-		b.Fatalf("image-build planning and layer of a 1.5 MiB rendered config peaked at %.0f MiB RSS, limit 256 MiB", peak)
-	}
+	peakrss.Compare(b, "sample", "worst", 256, "image-build planning and layer of a 1.5 MiB rendered config")
 }

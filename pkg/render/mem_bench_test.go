@@ -110,17 +110,5 @@ func BenchmarkRenderPeakRSS(b *testing.B) {
 		peakrss.Report()
 		return
 	}
-	ref := peakrss.Measure(b, "trivial")
-	var peak float64
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		peak = max(peak, peakrss.Measure(b, "worst"))
-	}
-	b.StopTimer()
-	b.ReportMetric(peak, "peak-RSS-MiB")
-	b.ReportMetric(ref, "ref-RSS-MiB")
-	b.ReportMetric(peak/ref, "x-trivial")
-	if peak >= 256 {
-		b.Fatalf("render of the worst-case input peaked at %.0f MiB RSS, limit 256 MiB", peak)
-	}
+	peakrss.Compare(b, "trivial", "worst", 256, "render of the worst-case input")
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -13,19 +12,6 @@ import (
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
-
-// writeCounter counts requests that could change a registry.
-type writeCounter struct {
-	next   http.RoundTripper
-	writes atomic.Int64
-}
-
-func (c *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		c.writes.Add(1)
-	}
-	return c.next.RoundTrip(r)
-}
 
 // TestProveAcceptsOnlyKilnsAttestationOfTheseInputs signs one image with
 // kiln's key and another key, and checks Prove's answer for each identity,
@@ -50,7 +36,7 @@ func TestProveAcceptsOnlyKilnsAttestationOfTheseInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := trust.Identity{PublicKey: kiln.pub}
-	wc := &writeCounter{next: http.DefaultTransport}
+	wc := &env.WriteCounter{Next: http.DefaultTransport}
 	counted := registry.Remote{Insecure: []string{reg.Host}, Transport: wc}
 	digest := func(s string) name.Digest {
 		d, err := name.NewDigest(s, name.Insecure)
@@ -79,7 +65,7 @@ func TestProveAcceptsOnlyKilnsAttestationOfTheseInputs(t *testing.T) {
 			t.Errorf("%s: %v, want ErrNotProven saying %q", name, err, tc.msg)
 		}
 	}
-	if n := wc.writes.Load(); n != 0 {
+	if n := wc.Writes(); n != 0 {
 		t.Errorf("Prove made %d registry writes, want 0", n)
 	}
 }

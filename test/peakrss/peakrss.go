@@ -67,3 +67,24 @@ func Measure(b *testing.B, workload string) float64 {
 	b.Fatalf("workload %s reported no peak RSS:\n%s%s", workload, out.String(), errOut.String())
 	return 0
 }
+
+// Compare is a benchmark's parent side: it measures the reference workload
+// once and the worst workload b.N times, each in a fresh process, reports
+// both peaks and their ratio, and fails the benchmark when the worst
+// workload reaches limitMiB. what names the workload in the failure.
+func Compare(b *testing.B, ref, worst string, limitMiB float64, what string) {
+	b.Helper()
+	base := Measure(b, ref)
+	var peak float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		peak = max(peak, Measure(b, worst))
+	}
+	b.StopTimer()
+	b.ReportMetric(peak, "peak-RSS-MiB")
+	b.ReportMetric(base, "ref-RSS-MiB")
+	b.ReportMetric(peak/base, "x-"+ref)
+	if peak >= limitMiB {
+		b.Fatalf("%s peaked at %.0f MiB RSS, limit %.0f MiB", what, peak, limitMiB)
+	}
+}
