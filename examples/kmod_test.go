@@ -16,6 +16,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -61,15 +62,23 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 	opts := step.Options{Work: work, ResultsDir: results, Pool: "infra"}
 	reg := step.RegistryOptions{Insecure: []string{e.Registry.Host}}
 	var log bytes.Buffer
+	// kmod-build and kmod-sign attest what they push with kiln's cosign
+	// key and reuse only what that key attested.
+	keys := env.CosignKeys(t)
+	identity := step.IdentityOptions{PublicKey: filepath.Join(keys, "cosign.pub")}
+	attest := signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
+		PasswordFile: filepath.Join(keys, "cosign.password"), RunID: "examples-kmod"}
 	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
-		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: osimage.Buildah{Env: e.Buildah.Env}}
+		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: osimage.Buildah{Env: e.Buildah.Env},
+		Identity: identity, Attest: attest}
 	start := time.Now()
 	if err := build.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-build: %v\n%s", err, log.String())
 	}
 	t.Logf("kmod-build of the sample took %s", time.Since(start).Round(time.Millisecond))
 	certFile, keyFile := env.ModuleSigningPair(t, "kiln examples signer")
-	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, CertFile: certFile, KeyFile: keyFile, Hash: "sha256"}
+	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, CertFile: certFile, KeyFile: keyFile, Hash: "sha256",
+		Identity: identity, Attest: attest}
 	if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())
 	}
