@@ -215,7 +215,8 @@ func localFleet(t *testing.T, data map[string][]byte, stringData map[string]stri
 	cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
 	cv := &configv1.ClusterVersion{TypeMeta: metav1.TypeMeta{APIVersion: "config.openshift.io/v1", Kind: "ClusterVersion"},
 		ObjectMeta: metav1.ObjectMeta{Name: "version"},
-		Status:     configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.20.3"}}}
+		Status: configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.20.3"},
+			History: []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.20.3"}}}}
 	mc := &operatorv1.MachineConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "operator.openshift.io/v1", Kind: "MachineConfiguration"},
 		ObjectMeta: metav1.ObjectMeta{Name: MachineConfigurationName}}
 	sec := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},

@@ -175,7 +175,7 @@ func TestKmodBadInputs(t *testing.T) {
 				f.md.Spec.OSMapping.Sign.FilesToSign = []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/nvidia*.ko"}
 			},
 			want: func(*fixture) string {
-				return md + `expanding sign.filesToSign[0] "/opt/lib/modules/${KERNEL_FULL_VERSION}/nvidia*.ko": matches no file in the image (as "/opt/lib/modules/` + testKernel + `/nvidia*.ko")`
+				return md + `spec.osMapping.sign.filesToSign[0] "/opt/lib/modules/${KERNEL_FULL_VERSION}/nvidia*.ko": matches no file in the image (as "/opt/lib/modules/` + testKernel + `/nvidia*.ko")`
 			},
 		},
 	}
