@@ -69,23 +69,11 @@ func writeManifests(t *testing.T, dir string, objs ...any) {
 // folder is untouched, and the results count patched and skipped.
 func TestStepLocalMode(t *testing.T) {
 	src, work := t.TempDir(), t.TempDir()
-	inf := infra(configv1.AWSPlatformType)
-	inf.TypeMeta = metav1.TypeMeta{APIVersion: "config.openshift.io/v1", Kind: "Infrastructure"}
-	cm := testStreamConfigMap(t)
-	cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
-	cv := &configv1.ClusterVersion{TypeMeta: metav1.TypeMeta{APIVersion: "config.openshift.io/v1", Kind: "ClusterVersion"},
-		ObjectMeta: metav1.ObjectMeta{Name: "version"},
-		Status: configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.20.3"},
-			History: []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.20.3"}}}}
-	mc := &operatorv1.MachineConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "operator.openshift.io/v1", Kind: "MachineConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: MachineConfigurationName}}
-	sec := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: "worker-user-data", Namespace: MachineAPINamespace}, Data: map[string][]byte{UserDataKey: []byte(stubV35)}}
-	stale := machineSet(t, "ci-worker-us-east-1a", awsSpec("ami-0123456789abcdef0", "us-east-1"))
+	fleet := localFleet(t, map[string][]byte{UserDataKey: []byte(stubV35)}, nil)
 	current := machineSet(t, "ci-worker-us-east-1b", awsSpec("ami-0a1b2c3d4e5f60718", "us-east-1"))
 	owned := machineSet(t, "hive-worker", awsSpec("ami-0123456789abcdef0", "us-east-1"))
 	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "u"}}
-	writeManifests(t, src, inf, cm, cv, mc, sec, stale, current, owned)
+	writeManifests(t, src, append(fleet, current, owned)...)
 	before, _ := os.ReadFile(filepath.Join(src, "cluster.yaml"))
 
 	out, err := runStep(t, "--source=dir:"+src, "--work="+work, "--results-dir="+filepath.Join(work, "results"), "--stable-timeout=1s")

@@ -16,6 +16,7 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 
 	"github.com/kiln-dev/kiln/pkg/ignres"
+	"github.com/kiln-dev/kiln/test/env"
 )
 
 // Attacks on image-build's reading of the rendered config. Each must fail
@@ -47,7 +48,7 @@ func TestPlanLayerRefusesDecompressionBomb(t *testing.T) {
 	// 65 MiB of zeros in 65 KiB of gzip: one file over the content cap.
 	mc := renderedMC(t, "rendered-worker-bomb", igntypes.Config{Storage: igntypes.Storage{Files: []igntypes.File{
 		{Node: igntypes.Node{Path: "/etc/bomb"}, FileEmbedded1: igntypes.FileEmbedded1{Contents: igntypes.Resource{
-			Source: ptr("data:;base64," + base64.StdEncoding.EncodeToString(zeroBomb(65))), Compression: ptr("gzip")}}},
+			Source: ptr("data:;base64," + base64.StdEncoding.EncodeToString(env.GzipZeros(65))), Compression: ptr("gzip")}}},
 	}}})
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

@@ -1,12 +1,8 @@
 package osimage
 
 import (
-	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
-	"crypto/sha512"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"testing"
@@ -16,27 +12,9 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/ignres"
+	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/peakrss"
 )
-
-// zeroBomb is a multi-stream gzip of mib blocks of 1 MiB of zeros (about
-// 1 KiB per MiB), valid for Go's gzip reader and so for Ignition's.
-func zeroBomb(mib int) []byte {
-	var block bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&block, gzip.BestCompression)
-	w.Write(make([]byte, 1<<20))
-	w.Close()
-	return bytes.Repeat(block.Bytes(), mib)
-}
-
-func sha512Zeros(n int) string {
-	h := sha512.New()
-	block := make([]byte, 1<<20)
-	for ; n > 0; n -= len(block) {
-		h.Write(block[:min(n, len(block))])
-	}
-	return "sha512-" + hex.EncodeToString(h.Sum(nil))
-}
 
 // noiseBytes is deterministic incompressible bytes: a SHA-256 chain.
 func noiseBytes(n int) []byte {
@@ -51,11 +29,11 @@ func noiseBytes(n int) []byte {
 
 // bombFile is a gzip data: file of mib MiB of zeros with its right hash.
 func bombFile(path string, mib int) igntypes.File {
-	src := "data:;base64," + base64.StdEncoding.EncodeToString(zeroBomb(mib))
+	src := "data:;base64," + base64.StdEncoding.EncodeToString(env.GzipZeros(mib))
 	return igntypes.File{Node: igntypes.Node{Path: path}, FileEmbedded1: igntypes.FileEmbedded1{
 		Mode: ptr(0o644),
 		Contents: igntypes.Resource{Source: &src, Compression: ptr("gzip"),
-			Verification: igntypes.Verification{Hash: ptr(sha512Zeros(mib << 20))}},
+			Verification: igntypes.Verification{Hash: ptr(env.SHA512Zeros(mib << 20))}},
 	}}
 }
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
+	"github.com/kiln-dev/kiln/test/env"
 )
 
 // Attacks on render's handling of Ignition sources. Each must fail closed:
@@ -87,7 +89,7 @@ func TestRenderChecksCompressedSourceHashOverDecompressedBytes(t *testing.T) {
 }
 
 func TestRenderRefusesDecompressionBombAsRemoteMergeSource(t *testing.T) {
-	bomb := zeroBomb(1024) // 1 GiB of zeros in about 1 MiB of gzip
+	bomb := env.GzipZeros(1024) // 1 GiB of zeros in about 1 MiB of gzip
 	srv, sent := serve(t, map[string][]byte{"bomb.ign.gz": bomb})
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -104,7 +106,7 @@ func TestRenderRefusesDecompressionBombAsRemoteMergeSource(t *testing.T) {
 }
 
 func TestRenderRefusesDecompressionBombAsDataFile(t *testing.T) {
-	src := "data:;base64," + base64.StdEncoding.EncodeToString(zeroBomb(65))
+	src := "data:;base64," + base64.StdEncoding.EncodeToString(env.GzipZeros(65))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	r, err := renderOne(t, `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/bomb","mode":420,"contents":{"source":"`+src+`","compression":"gzip"}}]}}`)
@@ -116,10 +118,10 @@ func TestRenderRefusesDecompressionBombAsDataFile(t *testing.T) {
 }
 
 func TestRenderRefusesManySourcesInflatingPastTheBudget(t *testing.T) {
-	bomb := zeroBomb(15)
+	bomb := env.GzipZeros(15)
 	srv, _ := serve(t, map[string][]byte{"b": bomb})
 	var fs []string
-	sum := sha512Zeros(15 << 20)
+	sum := env.SHA512Zeros(15 << 20)
 	for i := 0; i < 5; i++ { // 75 MiB in all, each one under the limit
 		fs = append(fs, fmt.Sprintf(`{"path":"/etc/b%d","mode":420,"contents":{"source":"%s/b","compression":"gzip","verification":{"hash":"%s"}}}`, i, srv.URL, sum))
 	}

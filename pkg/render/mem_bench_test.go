@@ -1,8 +1,6 @@
 package render
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha512"
 	"encoding/base64"
@@ -17,32 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/peakrss"
 )
-
-// zeroBomb is a multi-stream gzip (valid for Go's gzip and so for
-// Ignition) of mib blocks of 1 MiB of zeros: about 1 KiB per MiB.
-func zeroBomb(mib int) []byte {
-	var block bytes.Buffer
-	w, _ := gzip.NewWriterLevel(&block, gzip.BestCompression)
-	w.Write(make([]byte, 1<<20))
-	w.Close()
-	return bytes.Repeat(block.Bytes(), mib)
-}
 
 func sha512Hex(b []byte) string {
 	s := sha512.Sum512(b)
 	return "sha512-" + hex.EncodeToString(s[:])
-}
-
-// sha512Zeros is the hash of n zero bytes, computed without holding them.
-func sha512Zeros(n int) string {
-	h := sha512.New()
-	block := make([]byte, 1<<20)
-	for ; n > 0; n -= len(block) {
-		h.Write(block[:min(n, len(block))])
-	}
-	return "sha512-" + hex.EncodeToString(h.Sum(nil))
 }
 
 func workerPool() *mcfgv1.MachineConfigPool {
@@ -63,7 +42,7 @@ func workerMC(name, raw string) *mcfgv1.MachineConfig {
 func worstCaseRequest(tb testing.TB) (Request, func()) {
 	pad := base64.StdEncoding.EncodeToString(noise(750 << 10))
 	ref := []byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/kiln/ref-pad","mode":420,"contents":{"source":"data:;base64,` + pad + `"}}]}}`)
-	bomb := zeroBomb(15)
+	bomb := env.GzipZeros(15)
 	files := map[string][]byte{"ref.ign.gz": gz(ref), "zeros16": make([]byte, 16<<20), "bomb": bomb}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		b, ok := files[strings.TrimPrefix(req.URL.Path, "/")]
@@ -74,9 +53,9 @@ func worstCaseRequest(tb testing.TB) (Request, func()) {
 		w.Write(b)
 	}))
 	var fs []string
-	fs = append(fs, fmt.Sprintf(`{"path":"/etc/kiln/zeros16","mode":420,"contents":{"source":"%s/zeros16","verification":{"hash":"%s"}}}`, srv.URL, sha512Zeros(16<<20)))
+	fs = append(fs, fmt.Sprintf(`{"path":"/etc/kiln/zeros16","mode":420,"contents":{"source":"%s/zeros16","verification":{"hash":"%s"}}}`, srv.URL, env.SHA512Zeros(16<<20)))
 	for i := 0; i < 3; i++ {
-		fs = append(fs, fmt.Sprintf(`{"path":"/etc/kiln/bomb%d","mode":420,"contents":{"source":"%s/bomb","compression":"gzip","verification":{"hash":"%s"}}}`, i, srv.URL, sha512Zeros(15<<20)))
+		fs = append(fs, fmt.Sprintf(`{"path":"/etc/kiln/bomb%d","mode":420,"contents":{"source":"%s/bomb","compression":"gzip","verification":{"hash":"%s"}}}`, i, srv.URL, env.SHA512Zeros(15<<20)))
 	}
 	raw := fmt.Sprintf(`{"ignition":{"version":"3.5.0","config":{"merge":[{"source":"%s/ref.ign.gz","compression":"gzip","verification":{"hash":"%s"}}]}},"storage":{"files":[%s]}}`,
 		srv.URL, sha512Hex(ref), strings.Join(fs, ","))
