@@ -19,8 +19,7 @@ func TestSignatureCopiedToAnotherDigestIsRejected(t *testing.T) {
 	if err := first.sign(image(built)); err != nil {
 		t.Fatal(err)
 	}
-	tag := "kiln-" + fingerprintOf(t, first)
-	attacker := s.push(t, s.repo+":"+tag, s.launder(t, image(built))).String()
+	_, attacker := s.plantAtFingerprintTag(t, first, built)
 	for _, suffix := range []string{".sig", ".att"} {
 		from := s.ref(t, s.repo+":"+strings.Replace(built["IMAGE_DIGEST"], ":", "-", 1)+suffix)
 		desc, err := remote.Get(from)

@@ -18,9 +18,7 @@ func TestLaunderedImageAtFingerprintTagIsRebuiltNeverSigned(t *testing.T) {
 	if err := first.sign(image(built)); err != nil {
 		t.Fatal(err)
 	}
-	tag := "kiln-" + fingerprintOf(t, first)
-
-	attacker := s.push(t, s.repo+":"+tag, s.launder(t, image(built))).String()
+	tag, attacker := s.plantAtFingerprintTag(t, first, built)
 	if attacker == built["IMAGE_DIGEST"] {
 		t.Fatal("the laundered image has kiln's digest")
 	}

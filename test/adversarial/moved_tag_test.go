@@ -14,8 +14,7 @@ func TestImageSignSignsTheRecordedDigestNotTheTag(t *testing.T) {
 	s := newNodeImageSite(t)
 	r := s.newRun(t, "worker", "hello")
 	built := r.build(t)
-	tag := "kiln-" + fingerprintOf(t, r)
-	attacker := s.push(t, s.repo+":"+tag, s.launder(t, image(built))).String()
+	tag, attacker := s.plantAtFingerprintTag(t, r, built)
 
 	for _, target := range []string{s.repo + ":" + tag, s.repo + "@" + attacker} {
 		err := r.sign(target)

@@ -166,6 +166,15 @@ func (s *nodeImageSite) tagDigest(t *testing.T, tag string) string {
 
 // launder is the attacker's image: kiln's image at ref with one more file,
 // kiln's labels (in the config) and manifest annotations copied on.
+// plantAtFingerprintTag is the attacker's move shared by the node-image
+// attacks: a laundered copy of r's built image pushed to r's fingerprint
+// tag. It returns the tag and the attacker's digest.
+func (s *nodeImageSite) plantAtFingerprintTag(t *testing.T, r *run, built map[string]string) (tag, attacker string) {
+	t.Helper()
+	tag = "kiln-" + fingerprintOf(t, r)
+	return tag, s.push(t, s.repo+":"+tag, s.launder(t, image(built))).String()
+}
+
 func (s *nodeImageSite) launder(t *testing.T, ref string) v1.Image {
 	t.Helper()
 	kiln, err := remote.Image(s.ref(t, ref))
