@@ -35,6 +35,8 @@ type Remote struct {
 	Transport http.RoundTripper
 	// Backoff bounds retries of transient failures; zero means DefaultBackoff.
 	Backoff remote.Backoff
+	// Config holds mirrors and per-registry flags and CAs; nil means none.
+	Config *Config
 }
 
 // DefaultBackoff retries a transient failure 5 times over about 6 s.
