@@ -3,6 +3,7 @@ module github.com/kiln-dev/kiln
 go 1.25.6
 
 require (
+	github.com/BurntSushi/toml v1.5.0
 	github.com/clarketm/json v1.17.1
 	github.com/coreos/go-systemd/v22 v22.6.0
 	github.com/coreos/ign-converter v0.0.0-20230417193809-cee89ea7d8ff
@@ -56,7 +57,6 @@ require (
 	github.com/Azure/go-autorest/autorest/date v0.3.0 // indirect
 	github.com/Azure/go-autorest/logger v0.2.1 // indirect
 	github.com/Azure/go-autorest/tracing v0.6.0 // indirect
-	github.com/BurntSushi/toml v1.5.0 // indirect
 	github.com/ajeddeloh/go-json v0.0.0-20200220154158-5ae607161559 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/asaskevich/govalidator v0.0.0-20230301143203-a9d515a09cc2 // indirect
