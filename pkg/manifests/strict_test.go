@@ -80,6 +80,42 @@ kind: MachineConfiguration
 metadata: {name: cluster}
 spec: {managementState: Managed, managedBootImage: {}}
 `},
+	{"ImageDigestMirrorSet", "ImageDigestMirrorSet release", "spec.imageDigestMirrors[0].mirror", `apiVersion: config.openshift.io/v1
+kind: ImageDigestMirrorSet
+metadata: {name: release}
+spec:
+  imageDigestMirrors:
+  - source: quay.io/openshift-release-dev/ocp-release
+    mirror: [mirror.example.com/ocp/release]
+`},
+	{"ImageTagMirrorSet", "ImageTagMirrorSet ubi", "spec.imageTagMirrors[0].mirrorSourcePolcy", `apiVersion: config.openshift.io/v1
+kind: ImageTagMirrorSet
+metadata: {name: ubi}
+spec:
+  imageTagMirrors:
+  - source: registry.access.redhat.com/ubi9
+    mirrors: [mirror.example.com/ubi9]
+    mirrorSourcePolcy: NeverContactSource
+`},
+	{"ImageContentSourcePolicy", "ImageContentSourcePolicy legacy", "spec.repositoryDigestMirrors[0].mirrorz", `apiVersion: operator.openshift.io/v1alpha1
+kind: ImageContentSourcePolicy
+metadata: {name: legacy}
+spec:
+  repositoryDigestMirrors:
+  - source: registry.redhat.io/rhel9
+    mirrorz: [mirror.example.com/rhel9]
+`},
+	{"Image", "Image cluster", "spec.registrySources.insecureRegistry", `apiVersion: config.openshift.io/v1
+kind: Image
+metadata: {name: cluster}
+spec:
+  registrySources: {insecureRegistry: [registry.local:5000]}
+`},
+	{"Proxy", "Proxy cluster", "spec.httpsProxi", `apiVersion: config.openshift.io/v1
+kind: Proxy
+metadata: {name: cluster}
+spec: {httpsProxi: "http://proxy.example.com:3128"}
+`},
 	{"BootImageHistory", "BootImageHistory openshift-machine-api/ci-worker-a", "spec.machinSet", `apiVersion: machineconfiguration.openshift.io/v1alpha1
 kind: BootImageHistory
 metadata: {name: ci-worker-a, namespace: openshift-machine-api}
