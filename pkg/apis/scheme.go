@@ -8,6 +8,7 @@ import (
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
+	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +25,7 @@ var adders = []func(*runtime.Scheme) error{
 	machinev1beta1.Install,
 	mcfgv1.Install,
 	operatorv1.Install,
+	operatorv1alpha1.Install,
 	tektonv1.AddToScheme,
 	kmmv1beta1.AddToScheme,
 	mcfgv1alpha1.AddToScheme,

@@ -39,6 +39,12 @@ var crdFiles = map[string][]string{
 		"operator/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigurations-Default.crd.yaml",
 		"config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
 		"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml",
+		// The registry layer: mirror sets, image config, cluster proxy.
+		"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_imagedigestmirrorsets.crd.yaml",
+		"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_imagetagmirrorsets.crd.yaml",
+		"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_images-Default.crd.yaml",
+		"config/v1/zz_generated.crd-manifests/0000_03_config-operator_01_proxies.crd.yaml",
+		"operator/v1alpha1/zz_generated.crd-manifests/0000_10_config-operator_01_imagecontentsourcepolicies.crd.yaml",
 	},
 	"github.com/tektoncd/pipeline": {
 		"config/300-crds/300-task.yaml",
