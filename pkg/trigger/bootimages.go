@@ -54,6 +54,9 @@ func (c *Controller) reconcileBootImages(ctx context.Context, _ reconcile.Reques
 		log.FromContext(ctx).Info("no standalone bootimages run", "error", err.Error())
 		return reconcile.Result{}, nil
 	}
+	if w.config.Cluster, err = c.clusterRun(ctx, p); err != nil {
+		return reconcile.Result{}, err
+	}
 	pr := BuildBootImagesRun(w.config, c.Namespace, sum, pipelineTasks(p))
 	if err := validateRun(ctx, pr); err != nil {
 		return reconcile.Result{}, err

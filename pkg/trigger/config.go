@@ -54,6 +54,10 @@ type Config struct {
 	// tolerations, env such as KILN_INSECURE_REGISTRY, …); nil leaves
 	// Tekton's defaults.
 	PodTemplate *pod.Template
+	// Cluster is not read from kiln-config: in cluster mode the trigger
+	// sets it from the cluster (registry copies, proxy) before a run is
+	// built, and kiln-config's own settings win over it.
+	Cluster ClusterRun
 }
 
 // reserved params are the trigger's own; kiln-config may not set them.

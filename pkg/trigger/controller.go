@@ -3,6 +3,7 @@ package trigger
 import (
 	"context"
 	"maps"
+	"sync"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -57,10 +58,14 @@ type Controller struct {
 	OSVersion func(ctx context.Context, ref string) (string, error)
 	// Settle and MaxSettle coalesce bursts of edits (see settler).
 	Settle, MaxSettle time.Duration
+	// Insecure lists registries (host[:port]) the runs reach over plain
+	// HTTP, on top of the image config's (registries.go).
+	Insecure []string
 
-	hasher   SpecHasher
-	settle   *settler
-	disabled map[string]bool
+	hasher       SpecHasher
+	settle       *settler
+	disabled     map[string]bool
+	registriesMu sync.Mutex
 }
 
 // bootImagesKey is the one request of the standalone bootimages reconciler.
@@ -101,11 +106,15 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("kiln-bootimages").
+	err = ctrl.NewControllerManagedBy(mgr).Named("kiln-bootimages").
 		Watches(&corev1.ConfigMap{}, c.inputs(bootImagesOnly), inNS(payload.Namespace, BootImagesConfigMap)).
 		Watches(&operatorv1.MachineConfiguration{}, c.inputs(bootImagesOnly), specOrMeta).
 		Watches(&pipelinev1.PipelineRun{}, handler.EnqueueRequestsFromMapFunc(bootImagesOnly)).
 		Complete(reconcile.Func(c.reconcileBootImages))
+	if err != nil {
+		return err
+	}
+	return c.setupRegistries(mgr)
 }
 
 type mapFunc = handler.MapFunc

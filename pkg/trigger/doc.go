@@ -53,6 +53,14 @@
 // not part of the fingerprint: the gap closes as the rollout proceeds, and
 // a fingerprint that flips back would start a second run.
 //
+// Every run also reaches registries as the cluster's nodes do
+// (registries.go): the trigger copies openshift-config/pull-secret and
+// renders the mirror sets, the image config and its trusted CAs into its
+// own namespace, binds them as the registry-auth and registries
+// workspaces, and sets the cluster proxy's env. They are not inputs: a
+// change rebuilds nothing, and the next run (or the running run's next
+// Task) uses it. kiln-config's own bindings and env win.
+//
 // MCO has no such controller; its on-cluster layering (MachineOSConfig)
 // builds one image per pool on every rendered-config change. kiln keys on
 // inputs instead of the rendered name, so a payload change or a ModuleDay0

@@ -35,6 +35,10 @@ func (c *Controller) reconcilePool(ctx context.Context, req reconcile.Request) (
 	if errors.As(err, &e) {
 		c.Recorder.Event(&pool, corev1.EventTypeWarning, e.Reason, e.Err.Error())
 		metricErrors.WithLabelValues(e.Reason).Inc()
+		if e.Reason == ReasonRegistries {
+			// Fixing them enqueues no pool (they are not inputs): poll.
+			return reconcile.Result{RequeueAfter: c.registriesRetry()}, nil
+		}
 		if e.Reason == ReasonConfig || e.Reason == ReasonInputs {
 			// Bad input waits for the input to change (we watch it);
 			// retrying sooner would only repeat the event.
@@ -210,6 +214,10 @@ func (c *Controller) create(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 	}
 	rebuild, why := c.kmodRebuild(ctx, pool, w)
 	spec.KmodRebuild = rebuild
+	var err error
+	if w.config.Cluster, err = c.clusterRun(ctx, w.pipeline); err != nil {
+		return err
+	}
 	pr := BuildRun(w.config, spec)
 	if err := validateRun(ctx, pr); err != nil {
 		return fail(ReasonConfig, err)

@@ -1,6 +1,7 @@
 package trigger
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -28,6 +29,8 @@ func TestTriggerRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-machine-api"}}) // the bootimages Roles'
+	// The cluster's registries (the trigger's openshift-config Role).
+	h.clusterRegistries(selfSigned(t))
 	rbac := install.Select(objs, "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
 	if err := install.Apply(context.Background(), h.c, rbac); err != nil {
 		t.Fatal(err)
@@ -91,6 +94,24 @@ func TestTriggerRBAC(t *testing.T) {
 		err := h.c.Get(context.Background(), client.ObjectKey{Name: rollout.MachineConfigName("infra")}, &mcfgv1.MachineConfig{})
 		return len(l.Items) == 0 && err != nil
 	})
+	// The registries copies follow their sources: an update of each, and
+	// the pull secret's copy deleted with its source.
+	h.update(&corev1.Secret{}, PullSecretName, OpenShiftConfigNamespace, func(o client.Object) {
+		o.(*corev1.Secret).Data[corev1.DockerConfigJsonKey] = dockerConfig("two")
+	})
+	h.update(&corev1.ConfigMap{}, RegistriesConfigMap, ns, func(o client.Object) {
+		o.(*corev1.ConfigMap).Data = map[string]string{"edited": "by hand"}
+	})
+	eventually(t, wait, "the copies' updates", func() bool {
+		var cm corev1.ConfigMap
+		cp := h.pullSecretCopy()
+		err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: RegistriesConfigMap}, &cm)
+		return err == nil && cm.Data["edited"] == "" && cp != nil && bytes.Equal(cp.Data[corev1.DockerConfigJsonKey], dockerConfig("two"))
+	})
+	if err := h.c.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: PullSecretName, Namespace: OpenShiftConfigNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "the pull secret copy's deletion", func() bool { return h.pullSecretCopy() == nil })
 	time.Sleep(time.Second) // the events of the last steps reach the apiserver
 
 	reqs := proxy.Requests()

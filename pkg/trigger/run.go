@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -66,6 +65,15 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
+	// The cache holds only what the trigger reads: the payload's, kiln's
+	// and openshift-config's ConfigMaps, kiln's own runs, and the
+	// registries' sources and copies (registriesCache).
+	byObject := registriesCache(o.Namespace)
+	byObject[&corev1.ConfigMap{}] = cache.ByObject{Namespaces: map[string]cache.Config{
+		payload.Namespace: {}, o.Namespace: {}, OpenShiftConfigNamespace: {},
+	}}
+	byObject[&pipelinev1.PipelineRun{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}, Label: managed}
+	byObject[&pipelinev1.Pipeline{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -77,15 +85,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// process that builds a new manager after the old one stopped (an
 		// in-process restart, as the reliability tests do) reuses them.
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		// The cache holds only what the trigger reads: the payload's and
-		// kiln's ConfigMaps, and kiln's own runs.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{
-				payload.Namespace: {}, o.Namespace: {},
-			}},
-			&pipelinev1.PipelineRun{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}, Label: managed},
-			&pipelinev1.Pipeline{}:    {Namespaces: map[string]cache.Config{o.Namespace: {}}},
-		}},
+		Cache:      cache.Options{ByObject: byObject},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
@@ -94,7 +94,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	c := &Controller{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.Namespace,
 		Recorder: mgr.GetEventRecorderFor("kiln-trigger"),
-		Settle:   o.Settle, MaxSettle: o.MaxSettle,
+		Settle:   o.Settle, MaxSettle: o.MaxSettle, Insecure: o.Insecure,
 		Resolve: func(ctx context.Context, ref string) (string, error) {
 			return payload.Resolve(ctx, ref, resolve)
 		},

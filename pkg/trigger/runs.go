@@ -199,6 +199,7 @@ func newRun(c Config, namespace, name, pipeline string, params map[string]string
 			})
 		}
 	}
+	c.Cluster.apply(pr)
 	return pr
 }
 

@@ -3,6 +3,7 @@ package trigger
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,8 +44,22 @@ func TestTrigger(t *testing.T) {
 			param(first, "update-boot-images") != "true" || param(first, "kiln-image") == "" {
 			t.Fatalf("params %+v", first.Spec.Params)
 		}
-		if first.Spec.PipelineRef.Name != "kiln-node-image" || len(first.Spec.Workspaces) != 3 {
-			t.Fatalf("pipelineRef %v, workspaces %v", first.Spec.PipelineRef, first.Spec.Workspaces)
+		// kiln-config's three, and the registries folder when the Pipeline
+		// declares it; no registry-auth, since this cluster has no pull secret.
+		var p pipelinev1.Pipeline
+		if err := h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kiln-node-image"}, &p); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"work", "signing-key", "public-key"}
+		if slices.ContainsFunc(p.Spec.Workspaces, func(w pipelinev1.PipelineWorkspaceDeclaration) bool { return w.Name == WorkspaceRegistries }) {
+			want = append(want, WorkspaceRegistries)
+		}
+		var got []string
+		for _, w := range first.Spec.Workspaces {
+			got = append(got, w.Name)
+		}
+		if first.Spec.PipelineRef.Name != "kiln-node-image" || !slices.Equal(got, want) {
+			t.Fatalf("pipelineRef %v, workspaces %v, want %v", first.Spec.PipelineRef, got, want)
 		}
 		sa := map[string]string{}
 		for _, s := range first.Spec.TaskRunSpecs {

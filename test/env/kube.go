@@ -39,6 +39,7 @@ var crdFiles = map[string][]string{
 		"operator/v1/zz_generated.crd-manifests/0000_80_machine-config_01_machineconfigurations-Default.crd.yaml",
 		"config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
 		"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_infrastructures-Default.crd.yaml",
+		// The registry layer: mirror sets, image config, cluster proxy.
 		"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_imagedigestmirrorsets.crd.yaml",
 		"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_imagetagmirrorsets.crd.yaml",
 		"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_images-Default.crd.yaml",
