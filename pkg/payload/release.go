@@ -112,7 +112,9 @@ func (o ResolveOptions) image(ctx context.Context, ref string) (v1.Image, error)
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	return remote.Image(parsed, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc))
+	return viaMirrors(o, parsed, func(r name.Reference) (v1.Image, error) {
+		return remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc))
+	})
 }
 
 // ReadImageFile returns one regular file of an image's flattened filesystem

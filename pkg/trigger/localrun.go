@@ -81,8 +81,15 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 		defer stop()
 		host = h
 	}
+	// The trigger's own reads and every step go through the mirrors, CAs
+	// and proxy of the folder (localregistries.go).
+	insecure := append([]string{host}, o.Insecure...)
+	regCfg, regEnv, err := setupLocalRegistries(src, out, insecure)
+	if err != nil {
+		return err
+	}
 	resolve := func(ctx context.Context, ref string) (string, error) {
-		return payload.Resolve(ctx, ref, payload.ResolveOptions{Insecure: []string{host}})
+		return payload.Resolve(ctx, ref, payload.ResolveOptions{Insecure: insecure, Config: regCfg})
 	}
 	st, err := ReadState(out)
 	if err != nil {
@@ -115,7 +122,7 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 	}
 	l := &localRun{o: o, src: src, out: out, host: host, keys: keys, p: p, st: st, w: w,
 		exec: &pipeline.Executor{Tasks: tasks, StepBinary: o.Local.StepBinary, Out: w, Namespace: "kiln",
-			Env: []string{"KILN_INSECURE_REGISTRY=" + host}, Timeouts: localTimeouts}}
+			Env: append([]string{"KILN_INSECURE_REGISTRY=" + host}, regEnv...), Timeouts: localTimeouts}}
 	return l.runAll(ctx, todo, waves)
 }
 

@@ -79,6 +79,13 @@ func TestRunLocal(t *testing.T) {
 // and the given files or folders left out.
 func sampleWithout(t *testing.T, host string, drop ...string) string {
 	t.Helper()
+	return sampleWith(t, strings.NewReplacer(examples.Registry, host), drop...)
+}
+
+// sampleWith copies examples/cluster with r applied to every file and the
+// given files or folders left out.
+func sampleWith(t *testing.T, r *strings.Replacer, drop ...string) string {
+	t.Helper()
 	from := filepath.Join(env.RepoRoot(), "examples", "cluster")
 	dir := t.TempDir()
 	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
@@ -101,7 +108,7 @@ func sampleWithout(t *testing.T, host string, drop ...string) string {
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dir, rel), []byte(strings.ReplaceAll(string(b), examples.Registry, host)), 0o644)
+		return os.WriteFile(filepath.Join(dir, rel), []byte(r.Replace(string(b))), 0o644)
 	})
 	if err != nil {
 		t.Fatal(err)
