@@ -8,21 +8,12 @@ import (
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
-	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
-// The cluster objects that say how its nodes reach registries live in
-// openshift-config and under the name "cluster", as on a real cluster.
-const (
-	configNamespace = "openshift-config"
-	clusterName     = "cluster"
-	registriesDir   = "registries"
-)
+// registriesDir is the registries folder under the output folder.
+const registriesDir = "registries"
 
 // localRegistries is what a manifests folder says about registries: the
 // inputs of registry.FromCluster and the cluster's proxy. None of it is a
@@ -53,85 +44,28 @@ func setupLocalRegistries(src, out string, insecure []string) (*registry.Config,
 }
 
 // readLocalRegistries collects from dir what cluster mode reads from the
-// API server: every ImageDigestMirrorSet, ImageTagMirrorSet and
-// ImageContentSourcePolicy, the Image "cluster" with the openshift-config
-// ConfigMap its spec.additionalTrustedCA names, and the Proxy "cluster".
-// Objects are decoded strictly by manifests.Walk, the one validator.
-// Objects named otherwise are ignored, as MCO ignores them.
+// API server, with registry.LoadClusterInputs (manifests.Walk's strict
+// decoding, the one validator): every mirror set, the Image "cluster" with
+// the openshift-config ConfigMap its spec.additionalTrustedCA names, and
+// the Proxy "cluster".
 func readLocalRegistries(dir string) (localRegistries, error) {
-	var r localRegistries
-	seen := map[string]bool{}
-	var cms []*corev1.ConfigMap
-	err := manifests.Walk(dir, func(obj runtime.Object) error {
-		switch t := obj.(type) {
-		case *configv1.ImageDigestMirrorSet:
-			r.Inputs.IDMS = append(r.Inputs.IDMS, *t)
-		case *configv1.ImageTagMirrorSet:
-			r.Inputs.ITMS = append(r.Inputs.ITMS, *t)
-		case *operatorv1alpha1.ImageContentSourcePolicy:
-			r.Inputs.ICSP = append(r.Inputs.ICSP, *t)
-		case *configv1.Image:
-			if t.Name == clusterName {
-				r.Inputs.Image = t
-			}
-		case *configv1.Proxy:
-			if t.Name == clusterName {
-				r.Proxy = t
-			}
-		case *corev1.ConfigMap:
-			if t.Namespace == configNamespace {
-				cms = append(cms, t)
-			}
-			return nil
-		default:
-			return nil
-		}
-		// The API server would refuse a second object of the same name;
-		// keeping one silently would hide which one applies.
-		id := manifests.ObjectName(obj)
-		if seen[id] {
-			return fmt.Errorf("%s: defined twice", id)
-		}
-		seen[id] = true
-		return nil
-	})
+	in, err := registry.LoadClusterInputs(dir)
 	if err != nil {
-		return r, err
+		return localRegistries{}, err
 	}
 	// By name, as cluster mode lists them: the same objects make the same
 	// registries.conf whichever mode reads them.
-	sort.Slice(r.Inputs.IDMS, func(i, j int) bool { return r.Inputs.IDMS[i].Name < r.Inputs.IDMS[j].Name })
-	sort.Slice(r.Inputs.ITMS, func(i, j int) bool { return r.Inputs.ITMS[i].Name < r.Inputs.ITMS[j].Name })
-	sort.Slice(r.Inputs.ICSP, func(i, j int) bool { return r.Inputs.ICSP[i].Name < r.Inputs.ICSP[j].Name })
-	if r.Inputs.TrustedCA, err = trustedCA(r.Inputs.Image, cms); err != nil {
-		return r, fmt.Errorf("reading manifests from %s: %w", dir, err)
+	sort.Slice(in.IDMS, func(i, j int) bool { return in.IDMS[i].Name < in.IDMS[j].Name })
+	sort.Slice(in.ITMS, func(i, j int) bool { return in.ITMS[i].Name < in.ITMS[j].Name })
+	sort.Slice(in.ICSP, func(i, j int) bool { return in.ICSP[i].Name < in.ICSP[j].Name })
+	// A named CA that is not there is an error, as in cluster mode: a build
+	// that ignored it would fail later, on the first TLS handshake with the
+	// registry the CA was for, far from the cause.
+	if img := in.Image; img != nil && img.Spec.AdditionalTrustedCA.Name != "" && in.TrustedCA == nil {
+		return localRegistries{}, fmt.Errorf("reading manifests from %s: Image %s: spec.additionalTrustedCA.name: ConfigMap %s/%s is not in the folder",
+			dir, img.Name, registry.TrustedCANamespace, img.Spec.AdditionalTrustedCA.Name)
 	}
-	return r, nil
-}
-
-// trustedCA finds the ConfigMap img's spec.additionalTrustedCA names. A
-// name with no ConfigMap is an error: on a cluster MCO stops rolling the
-// image config out, and a build that ignored it would fail later, on the
-// first TLS handshake with a registry the CA was for.
-func trustedCA(img *configv1.Image, cms []*corev1.ConfigMap) (*corev1.ConfigMap, error) {
-	if img == nil || img.Spec.AdditionalTrustedCA.Name == "" {
-		return nil, nil
-	}
-	want := img.Spec.AdditionalTrustedCA.Name
-	var found *corev1.ConfigMap
-	for _, cm := range cms {
-		if cm.Name != want {
-			continue
-		}
-		if found != nil {
-			return nil, fmt.Errorf("ConfigMap %s/%s: defined twice", configNamespace, want)
-		}
-		found = cm
-	}
-	if found == nil {
-		return nil, fmt.Errorf("Image %s: spec.additionalTrustedCA.name: ConfigMap %s/%s is not in the folder", clusterName, configNamespace, want)
-	}
-	return found, nil
+	return localRegistries{Inputs: in, Proxy: in.Proxy}, nil
 }
 
 // writeLocalRegistries builds the Config the cluster's nodes would use,

@@ -104,10 +104,13 @@ metadata:
   namespace: openshift-image-registry
 `})
 		}, wantErr: []string{"ConfigMap openshift-config/registry-cas is not in the folder"}},
+		{name: "image config not named cluster", dir: func(t *testing.T) string {
+			return writeManifests(t, map[string]string{"a.yaml": "apiVersion: config.openshift.io/v1\nkind: Image\nmetadata:\n  name: other\n"})
+		}, wantErr: []string{"Image other: metadata.name: must be \"cluster\""}},
 		{name: "image config twice", dir: func(t *testing.T) string {
 			return writeManifests(t, map[string]string{"a.yaml": "apiVersion: config.openshift.io/v1\nkind: Image\nmetadata:\n  name: cluster\n",
 				"b.yaml": "apiVersion: config.openshift.io/v1\nkind: Image\nmetadata:\n  name: cluster\n"})
-		}, wantErr: []string{"b.yaml", "Image cluster: defined twice"}},
+		}, wantErr: []string{"Image cluster: given twice"}},
 		{name: "unknown field in a mirror set", dir: func(t *testing.T) string {
 			return writeManifests(t, map[string]string{"idms.yaml": `apiVersion: config.openshift.io/v1
 kind: ImageDigestMirrorSet
