@@ -14,6 +14,7 @@ PACKAGES=(
   linux-kbuild-6.1   # scripts/sign-file: reference for kernel-module signing
   openssl            # test keys and certificates
   apache2-utils      # htpasswd for the registry auth tests
+  tinyproxy-bin      # a real forward HTTP proxy for the registry proxy tests (no service)
   busybox-static     # a static shell to put in from-scratch test images
   bash-static        # the sample base's shell (examples/ostools.go)
   linux-headers-amd64 # compiles real out-of-tree kernel modules for kmod tests

@@ -1,37 +1,36 @@
 package registry
 
 import (
-	"path/filepath"
-
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"slices"
 	"syscall"
 	"time"
 
 	"github.com/kiln-dev/kiln/pkg/step"
 
-	dockerconfig "github.com/docker/cli/cli/config"
-	"github.com/docker/cli/cli/config/configfile"
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
 // Remote says how to reach registries: credentials, plain-HTTP hosts,
-// transport and retries. The zero value uses the default keychain and
-// transport with DefaultBackoff.
+// transport and retries. The zero value uses the default auth files (as
+// podman does), verified TLS with the system roots, the proxy of the
+// environment and DefaultBackoff.
 type Remote struct {
-	// AuthFile is a docker config.json; empty means the default keychain.
+	// AuthFile is a docker config.json (or containers auth.json); empty
+	// means $REGISTRY_AUTH_FILE, else the default files (see Keychain).
 	AuthFile string
-	// Insecure lists host[:port] reached over plain HTTP.
+	// Insecure lists host[:port] reached over plain HTTP or unverified TLS,
+	// each on its own (see IsInsecure).
 	Insecure []string
-	// Transport replaces http.DefaultTransport (tests: counting, custom CA).
+	// Transport replaces the per-registry transport (tests: counting,
+	// custom CA): its TLS and proxy settings are used as they are, while
+	// IsInsecure still picks plain HTTP in ParseRef.
 	Transport http.RoundTripper
 	// Backoff bounds retries of transient failures; zero means DefaultBackoff.
 	Backoff remote.Backoff
@@ -52,8 +51,8 @@ var (
 	ErrUnreachable = errors.New("registry unreachable")
 )
 
-// ParseRef parses an image reference, over plain HTTP when its host is in
-// Insecure.
+// ParseRef parses an image reference, over plain HTTP when its host is
+// insecure (IsInsecure).
 func (r Remote) ParseRef(s string) (name.Reference, error) {
 	ref, err := name.ParseReference(s, name.StrictValidation)
 	if err != nil {
@@ -61,7 +60,7 @@ func (r Remote) ParseRef(s string) (name.Reference, error) {
 			return nil, fmt.Errorf("parsing image reference %q: %w", s, err)
 		}
 	}
-	if slices.Contains(r.Insecure, ref.Context().RegistryStr()) {
+	if r.IsInsecure(ref.Context().RegistryStr()) {
 		return name.ParseReference(s, name.Insecure)
 	}
 	return ref, nil
@@ -73,47 +72,10 @@ func (r Remote) ParseRepo(s string) (name.Repository, error) {
 	if err != nil {
 		return name.Repository{}, fmt.Errorf("parsing repository %q: %w", s, err)
 	}
-	if slices.Contains(r.Insecure, repo.RegistryStr()) {
+	if r.IsInsecure(repo.RegistryStr()) {
 		return name.NewRepository(s, name.Insecure)
 	}
 	return repo, nil
-}
-
-// Keychain returns the credentials source.
-func (r Remote) Keychain() (authn.Keychain, error) {
-	if r.AuthFile == "" {
-		return authn.DefaultKeychain, nil
-	}
-	f, err := os.Open(r.AuthFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading registry credentials: %w", err)
-	}
-	defer f.Close()
-	cf, err := dockerconfig.LoadFromReader(f)
-	if err != nil {
-		// The parse error could quote the file; name the file only.
-		return nil, fmt.Errorf("reading registry credentials %s: not a docker config.json", r.AuthFile)
-	}
-	return fileKeychain{cf}, nil
-}
-
-// fileKeychain serves credentials from one docker config.json.
-type fileKeychain struct{ cf *configfile.ConfigFile }
-
-func (k fileKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) {
-	for _, key := range []string{res.RegistryStr(), "https://" + res.RegistryStr(), "http://" + res.RegistryStr()} {
-		if ac, ok := k.cf.AuthConfigs[key]; ok {
-			ac2, err := k.cf.GetAuthConfig(key)
-			if err == nil {
-				ac = ac2
-			}
-			return authn.FromConfig(authn.AuthConfig{
-				Username: ac.Username, Password: ac.Password, Auth: ac.Auth,
-				IdentityToken: ac.IdentityToken, RegistryToken: ac.RegistryToken,
-			}), nil
-		}
-	}
-	return authn.Anonymous, nil
 }
 
 // Options returns go-containerregistry options for one call.
@@ -133,10 +95,7 @@ func (r Remote) Options(ctx context.Context) ([]remote.Option, error) {
 		remote.WithRetryPredicate(retryable),
 		remote.WithUserAgent("kiln"),
 	}
-	if r.Transport != nil {
-		opts = append(opts, remote.WithTransport(r.Transport))
-	}
-	return opts, nil
+	return append(opts, remote.WithTransport(r.transport())), nil
 }
 
 // retryable adds a refused connection to go-containerregistry's transient
@@ -189,18 +148,8 @@ func hasCode(te *transport.Error, codes ...transport.ErrorCode) bool {
 	return false
 }
 
-// RemoteFrom returns the registry settings of the flags.
-//
-// Tekton turns $(workspaces.X.path) of an unbound optional workspace into
-// "", so a Task's --registry-auth-file=$(workspaces.registry-auth.path)/config.json
-// becomes "/config.json": a file at the root that does not exist means "no
-// credentials workspace", and the default keychain is used.
+// RemoteFrom returns the registry settings of the flags. The auth file may
+// be a mounted pull secret's folder (see authFilePath).
 func RemoteFrom(o step.RegistryOptions) Remote {
-	auth := o.AuthFile
-	if filepath.Dir(auth) == "/" {
-		if _, err := os.Stat(auth); os.IsNotExist(err) {
-			auth = ""
-		}
-	}
-	return Remote{AuthFile: auth, Insecure: o.Insecure}
+	return Remote{AuthFile: authFilePath(o.AuthFile), Insecure: o.Insecure}
 }
