@@ -67,7 +67,8 @@ func secureConfig(dir, addr string, o RegistryOptions) (string, *x509.CertPool, 
 }
 
 // SelfSigned makes a self-signed CA certificate that also serves addr (an
-// IP) and localhost, for test TLS servers: its PEM is their clients' CA.
+// IP or a host name, with or without a port) and localhost, for test TLS
+// servers: its PEM is their clients' CA.
 func SelfSigned(addr string) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -81,8 +82,16 @@ func SelfSigned(addr string) (certPEM, keyPEM []byte, err error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IsCA:         true, BasicConstraintsValid: true,
-		IPAddresses: []net.IP{net.ParseIP(addr)},
-		DNSNames:    []string{"localhost"},
+		DNSNames: []string{"localhost"},
+	}
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = []net.IP{ip}
+	} else if host != "" {
+		tmpl.DNSNames = append(tmpl.DNSNames, host)
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
