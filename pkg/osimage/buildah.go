@@ -47,7 +47,7 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 	if err != nil {
 		return nil, err
 	}
-	opts, baseRef, baseDesc, repo, err := resolve(ctx, r, in.BuildInput)
+	baseRef, baseDesc, repo, err := resolve(ctx, r, in.BuildInput)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 	}
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
 	tag := repo.Tag(res.Tag)
-	if done, err := res.reuse(ctx, r, tag, in.Identity, opts); err != nil || done {
+	if done, err := res.reuse(ctx, r, tag, in.Identity); err != nil || done {
 		return res, err
 	}
 

@@ -91,7 +91,10 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	p := step.NewProgress(s.Out, step.StageImageBuild)
-	r := registry.RemoteFrom(o.RegistryOptions)
+	r, err := registry.RemoteFrom(o.RegistryOptions)
+	if err != nil {
+		return err
+	}
 	id, err := o.Files().Load()
 	if err != nil {
 		return fmt.Errorf("building image for pool %s: %w", o.Pool, err)
