@@ -81,7 +81,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	// The registries folder is read before any cluster or registry call.
+	// The registries folder is read before anything else can fail.
 	r, err := registry.RemoteFrom(o.RegistryOptions)
 	if err != nil {
 		return err

@@ -78,6 +78,11 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	// The registries folder is read before anything else can fail.
+	r, err := registry.RemoteFrom(o.RegistryOptions)
+	if err != nil {
+		return err
+	}
 	ws := o.Workspace()
 	md, err := ReadModuleDay0(ws)
 	if err != nil {
@@ -95,10 +100,6 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	if err := o.Attest.Check(); err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
-	}
-	r, err := registry.RemoteFrom(o.RegistryOptions)
-	if err != nil {
-		return err
 	}
 	p := step.NewProgress(s.Out, step.StageKmodSign)
 	src, err := o.source(ws, md)

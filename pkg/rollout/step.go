@@ -55,16 +55,16 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	// The registries folder is read before anything else can fail.
+	r, err := registry.RemoteFrom(o.Registry)
+	if err != nil {
+		return err
+	}
 	dir, err := o.Kube.SourceDir()
 	if err != nil {
 		return err
 	}
 	out, err := o.Workspace().Ensure(step.StageRollout)
-	if err != nil {
-		return err
-	}
-	// The registries folder is read before any cluster or registry call.
-	r, err := registry.RemoteFrom(o.Registry)
 	if err != nil {
 		return err
 	}
