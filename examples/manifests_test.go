@@ -27,6 +27,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -222,7 +223,7 @@ func TestPushedImagesServeThePayload(t *testing.T) {
 	if again, err := Push(ctx, reg.Host, images); err != nil || strings.Join(again, ",") != strings.Join(refs, ",") {
 		t.Fatalf("second push: %v %v", again, err)
 	}
-	opts := payload.ResolveOptions{Insecure: []string{reg.Host}}
+	opts := registry.Remote{Insecure: []string{reg.Host}}
 	tags, err := payload.ReleaseImages(ctx, refs[2], opts)
 	if err != nil {
 		t.Fatal(err)

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // Push writes the images to their repositories on host (plain HTTP: the
@@ -18,8 +18,8 @@ import (
 // test's registry) gets the same repositories and digests, but the
 // release image still names Registry inside. Blobs the registry has are
 // skipped, so a second push is cheap.
-func Push(ctx context.Context, host string, images []Named, opts ...remote.Option) ([]string, error) {
-	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
+func Push(ctx context.Context, host string, images []Named) ([]string, error) {
+	r := local(host)
 	var refs []string
 	for _, n := range images {
 		ref, err := n.Ref()
@@ -29,11 +29,11 @@ func Push(ctx context.Context, host string, images []Named, opts ...remote.Optio
 		if host != "" {
 			ref = host + strings.TrimPrefix(ref, Registry)
 		}
-		d, err := name.NewDigest(ref, name.Insecure)
+		d, err := r.ParseRef(ref)
 		if err != nil {
 			return nil, fmt.Errorf("pushing %s: %w", ref, err)
 		}
-		if err := remote.Write(d, n.Image, opts...); err != nil {
+		if err := r.Write(ctx, d, n.Image); err != nil {
 			return nil, fmt.Errorf("pushing %s: %w", ref, err)
 		}
 		refs = append(refs, ref)
@@ -44,7 +44,7 @@ func Push(ctx context.Context, host string, images []Named, opts ...remote.Optio
 // PushDriverToolkit pushes the driver-toolkit stand-in rootfs tarball
 // (hack/dtk.sh) as a one-layer image to DriverToolkitImage on host (""
 // means Registry): the release image names it by that tag.
-func PushDriverToolkit(ctx context.Context, host, tarballPath string, opts ...remote.Option) (string, error) {
+func PushDriverToolkit(ctx context.Context, host, tarballPath string) (string, error) {
 	layer, err := tarball.LayerFromFile(tarballPath)
 	if err != nil {
 		return "", fmt.Errorf("reading the driver-toolkit stand-in %s: %w", tarballPath, err)
@@ -57,16 +57,25 @@ func PushDriverToolkit(ctx context.Context, host, tarballPath string, opts ...re
 	if host != "" {
 		ref = strings.Replace(ref, Registry, host, 1)
 	}
-	r, err := name.ParseReference(ref, name.Insecure)
+	r := local(host)
+	parsed, err := r.ParseRef(ref)
 	if err != nil {
 		return "", err
 	}
-	if err := remote.Write(r, img, append(opts, remote.WithContext(ctx))...); err != nil {
+	if err := r.Write(ctx, parsed, img); err != nil {
 		return "", fmt.Errorf("pushing %s: %w", ref, err)
 	}
 	d, err := img.Digest()
 	if err != nil {
 		return "", err
 	}
-	return r.Context().Digest(d.String()).String(), nil
+	return parsed.Context().Digest(d.String()).String(), nil
+}
+
+// local reaches host ("" means Registry) over plain HTTP.
+func local(host string) registry.Remote {
+	if host == "" {
+		host = Registry
+	}
+	return registry.Remote{Insecure: []string{host}}
 }

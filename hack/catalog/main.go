@@ -12,10 +12,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	"github.com/kiln-dev/kiln/pkg/catalog"
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 func main() {
@@ -35,7 +33,7 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	root := fs.String("root", ".", "repository root holding tasks/ and pipelines/")
 	out := fs.String("out", "", "catalog directory (default <root>/catalog)")
-	registry := fs.String("registry", "", "bundles: registry and path, e.g. ghcr.io/kiln-dev/catalog")
+	repo := fs.String("registry", "", "bundles: registry and path, e.g. ghcr.io/kiln-dev/catalog")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -62,8 +60,9 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// The Docker config's credentials, as `tkn bundle push` uses.
-	pushed, err := catalog.PushBundles(ctx, *registry, sel, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	// The zero Remote: the Docker config's credentials, as `tkn bundle
+	// push` uses.
+	pushed, err := catalog.PushBundles(ctx, registry.Remote{}, *repo, sel)
 	for _, p := range pushed {
 		fmt.Printf("%s %s: %s@%s\n", p.Resource.Kind, p.Resource.Name, p.Ref, p.Digest)
 	}

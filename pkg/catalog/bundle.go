@@ -8,14 +8,14 @@ import (
 	"io"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/tektoncd/pipeline/pkg/remote/oci"
+
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // BundleRef is where `make bundles` pushes r:
@@ -80,35 +80,34 @@ type Pushed struct {
 	Digest   string // sha256:…, to pin with <repo>@<digest>
 }
 
-// PushBundles builds and pushes one bundle per resource under registry
-// (host[:port]/path), with opts (auth, transport) passed to
-// go-containerregistry. It stops at the first failure and says which
-// resource and reference failed; bundles already pushed stay (each is
-// complete on its own: a tag points at a whole image or at nothing new).
-func PushBundles(ctx context.Context, registry string, rs []*Resource, opts ...remote.Option) ([]Pushed, error) {
-	if registry == "" {
+// PushBundles builds and pushes one bundle per resource under repo
+// (host[:port]/path) with r (credentials, transport). It stops at the first
+// failure and says which resource and reference failed; bundles already
+// pushed stay (each is complete on its own: a tag points at a whole image
+// or at nothing new).
+func PushBundles(ctx context.Context, r registry.Remote, repo string, rs []*Resource) ([]Pushed, error) {
+	if repo == "" {
 		return nil, fmt.Errorf("pushing bundles: no registry given (BUNDLE_REGISTRY=host/path)")
 	}
-	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
 	var out []Pushed
-	for _, r := range rs {
-		refStr := BundleRef(registry, r)
-		ref, err := name.ParseReference(refStr)
+	for _, res := range rs {
+		refStr := BundleRef(repo, res)
+		ref, err := r.ParseRef(refStr)
 		if err != nil {
-			return out, fmt.Errorf("pushing the bundle of %s %s: reference %q: %w", r.Kind.Title(), r.Name, refStr, err)
+			return out, fmt.Errorf("pushing the bundle of %s %s: reference %q: %w", res.Kind.Title(), res.Name, refStr, err)
 		}
-		img, err := Bundle(r)
+		img, err := Bundle(res)
 		if err != nil {
 			return out, err
 		}
-		if err := remote.Write(ref, img, opts...); err != nil {
-			return out, fmt.Errorf("pushing the bundle of %s %s to %s: %w", r.Kind.Title(), r.Name, refStr, err)
+		if err := r.Write(ctx, ref, img); err != nil {
+			return out, fmt.Errorf("pushing the bundle of %s %s to %s: %w", res.Kind.Title(), res.Name, refStr, err)
 		}
 		d, err := img.Digest()
 		if err != nil {
-			return out, fmt.Errorf("pushing the bundle of %s %s: %w", r.Kind.Title(), r.Name, err)
+			return out, fmt.Errorf("pushing the bundle of %s %s: %w", res.Kind.Title(), res.Name, err)
 		}
-		out = append(out, Pushed{Resource: r, Ref: refStr, Digest: d.String()})
+		out = append(out, Pushed{Resource: res, Ref: refStr, Digest: d.String()})
 	}
 	return out, nil
 }

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"github.com/tektoncd/pipeline/pkg/apis/resolution/v1beta1"
 	bundleresolver "github.com/tektoncd/pipeline/pkg/remoteresolution/resolver/bundle"
@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubeclient "knative.dev/pkg/client/injection/kube/client"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -37,7 +38,12 @@ func TestBundlesResolveInCluster(t *testing.T) {
 	// the ServiceAccount's pull Secret the only source of credentials.
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	rs := loadRepo(t)
-	pushed, err := PushBundles(ctx, reg.Host+"/kiln", rs, remote.WithAuth(&authn.Basic{Username: "puller", Password: "pull-pass"}))
+	authFile := filepath.Join(t.TempDir(), "config.json")
+	pushAuth := base64.StdEncoding.EncodeToString([]byte("puller:pull-pass"))
+	if err := os.WriteFile(authFile, []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg.Host, pushAuth)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pushed, err := PushBundles(ctx, registry.Remote{AuthFile: authFile}, reg.Host+"/kiln", rs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"github.com/tektoncd/pipeline/pkg/remote/oci"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/kiln-dev/kiln/pkg/pipeline"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -89,12 +89,17 @@ func TestBundlesResolveThroughTekton(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{Users: map[string]string{"kiln": "bundle-pass"}})
 	dockerConfig(t, reg.Host, "kiln", "bundle-pass")
 	rs := loadRepo(t)
-	registry := reg.Host + "/kiln/catalog"
+	repo := reg.Host + "/kiln/catalog"
 
-	if _, err := PushBundles(ctx, registry, rs[:1]); err == nil || !strings.Contains(err.Error(), "pushing the bundle of") {
+	noAuth := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(noAuth, []byte(`{"auths":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := PushBundles(ctx, registry.Remote{AuthFile: noAuth}, repo, rs[:1]); err == nil || !strings.Contains(err.Error(), "pushing the bundle of") {
 		t.Fatalf("push without credentials: %v, want an error naming the bundle", err)
 	}
-	pushed, err := PushBundles(ctx, registry, rs, remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	// The zero Remote reads the Docker config, as `make bundles` does.
+	pushed, err := PushBundles(ctx, registry.Remote{}, repo, rs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +109,7 @@ func TestBundlesResolveThroughTekton(t *testing.T) {
 	for _, p := range pushed {
 		r := p.Resource
 		t.Run(string(r.Kind)+"/"+r.Name, func(t *testing.T) {
-			if want := fmt.Sprintf("%s/kiln-%s-%s:%s", registry, r.Kind, strings.TrimPrefix(r.Name, "kiln-"), r.Meta.Version); p.Ref != want {
+			if want := fmt.Sprintf("%s/kiln-%s-%s:%s", repo, r.Kind, strings.TrimPrefix(r.Name, "kiln-"), r.Meta.Version); p.Ref != want {
 				t.Errorf("pushed to %s, want %s", p.Ref, want)
 			}
 			for _, ref := range []string{p.Ref, strings.Split(p.Ref, ":"+r.Meta.Version)[0] + "@" + p.Digest} {
@@ -155,7 +160,7 @@ func TestBundlesResolveThroughTekton(t *testing.T) {
 			"could not find object in image with kind: task and name: kiln-nope"},
 		{"wrong kind", authn.DefaultKeychain, bundle.RequestOptions{Bundle: task.Ref, EntryName: task.Resource.Name, Kind: "pipeline"},
 			"could not find object in image with kind: pipeline and name: " + task.Resource.Name},
-		{"unknown tag", authn.DefaultKeychain, bundle.RequestOptions{Bundle: registry + "/kiln-task-nope:0.1", EntryName: "kiln-nope", Kind: "task"},
+		{"unknown tag", authn.DefaultKeychain, bundle.RequestOptions{Bundle: repo + "/kiln-task-nope:0.1", EntryName: "kiln-nope", Kind: "task"},
 			"cannot retrieve the oci image"},
 		{"no credentials", authn.NewMultiKeychain(), bundle.RequestOptions{Bundle: task.Ref, EntryName: task.Resource.Name, Kind: "task"},
 			"UNAUTHORIZED"},

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -82,6 +81,11 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	// The registries folder is read before anything else can fail.
+	r, err := registry.RemoteFrom(o.RegistryOptions)
+	if err != nil {
+		return err
+	}
 	ws := o.Workspace()
 	md, err := ReadModuleDay0(ws)
 	if err != nil {
@@ -119,7 +123,6 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		}
 		pl.OSImage = f.BaseOSImage
 	}
-	r := registry.RemoteFrom(o.RegistryOptions)
 	p := step.NewProgress(s.Out, step.StageKmodBuild)
 	plan, err := Decide(md, Facts{Rebuild: o.Rebuild})
 	if err != nil {
@@ -206,13 +209,13 @@ func (o *BuildOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1b
 	wrap := func(what string, err error) error {
 		return fmt.Errorf("ModuleDay0 %s/%s: %s: %w", md.Namespace, md.Name, what, err)
 	}
-	osd, err := resolve(ctx, r, pl.OSImage)
+	osd, err := resolveInput(ctx, r, pl.OSImage)
 	if err != nil {
 		return buildInputs{}, wrap("resolving OS_AUTO "+pl.OSImage, err)
 	}
 	pl.OSImage = osd.String()
 	if needsDTK(dockerfile) {
-		d, err := resolve(ctx, r, pl.DTKImage)
+		d, err := resolveInput(ctx, r, pl.DTKImage)
 		if err != nil {
 			return buildInputs{}, wrap("resolving DTK_AUTO "+pl.DTKImage, err)
 		}
@@ -264,11 +267,7 @@ func existing(ctx context.Context, r registry.Remote, image string) (KmodReport,
 	if err != nil {
 		return KmodReport{}, false, err
 	}
-	opts, err := r.Options(ctx)
-	if err != nil {
-		return KmodReport{}, false, err
-	}
-	desc, err := remote.Head(ref, opts...)
+	desc, err := r.HeadNamed(ctx, ref)
 	if err != nil {
 		if err = registry.Classify(err, "reading", image); errors.Is(err, registry.ErrNotFound) {
 			return KmodReport{}, false, nil
@@ -283,11 +282,7 @@ func osKernel(ctx context.Context, r registry.Remote, image string) (string, err
 	if err != nil {
 		return "", err
 	}
-	opts, err := r.Options(ctx)
-	if err != nil {
-		return "", err
-	}
-	img, err := remote.Image(ref, opts...)
+	img, err := r.Image(ctx, ref)
 	if err != nil {
 		return "", registry.Classify(err, "reading OS image", image)
 	}

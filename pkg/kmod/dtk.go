@@ -39,12 +39,8 @@ func (o *BuildOptions) driverToolkit(ctx context.Context, r registry.Remote, md 
 	if cv == nil {
 		return "", wrap(fmt.Errorf("ClusterVersion %s not found", payload.ClusterVersionName))
 	}
-	kc, err := r.Keychain()
-	if err != nil {
-		return "", wrap(err)
-	}
 	f := payload.Facts{ReleaseImage: cv.Status.Desired.Image}
-	if f, err = f.WithDriverToolkit(ctx, payload.ResolveOptions{Insecure: r.Insecure, Keychain: kc}); err != nil {
+	if f, err = f.WithDriverToolkit(ctx, r); err != nil {
 		return "", wrap(err)
 	}
 	return f.DriverToolkitImage, nil

@@ -3,33 +3,28 @@ package kmod
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
-// RemoteExists returns an ImageChecker that asks the registry for the
-// manifest. Only "not found" means absent; an auth or network failure is
-// an error, so a missing credential is never mistaken for a missing image.
-func RemoteExists(opts ...name.Option) ImageChecker {
+// RemoteExists returns an ImageChecker that asks r's registry for the
+// manifest. The image is kiln's own output (spec.osMapping.containerImage),
+// so it is looked for where kiln pushes it, not on a mirror. Only "not
+// found" means absent; an auth or network failure is an error, so a
+// missing credential is never mistaken for a missing image.
+func RemoteExists(r registry.Remote) ImageChecker {
 	return func(ctx context.Context, ref string) (bool, error) {
-		r, err := name.ParseReference(ref, opts...)
+		parsed, err := r.ParseRef(ref)
 		if err != nil {
-			return false, fmt.Errorf("parsing image reference %q: %w", ref, err)
-		}
-		_, err = remote.Head(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
-		var terr *transport.Error
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound:
-			return false, nil
-		default:
 			return false, err
 		}
+		_, err = r.HeadNamed(ctx, parsed)
+		if err == nil {
+			return true, nil
+		}
+		if err = registry.Classify(err, "looking for", ref); errors.Is(err, registry.ErrNotFound) {
+			return false, nil
+		}
+		return false, err
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/digitorus/pkcs7"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -36,10 +35,21 @@ type Reuse struct {
 	Signed []string
 }
 
-// resolve names image by digest: what sits at a tag now. The digest, not
-// the tag, is what a build uses and what its inputs record, so the tag
-// moving later changes nothing already decided.
-func resolve(ctx context.Context, r registry.Remote, image string) (name.Digest, error) {
+// resolveInput names an input image (OS_AUTO, DTK_AUTO, an unsigned image)
+// by digest: what sits at its tag now, read through the mirrors. The
+// digest, not the tag, is what a build uses and what its inputs record, so
+// the tag moving later changes nothing already decided.
+func resolveInput(ctx context.Context, r registry.Remote, image string) (name.Digest, error) {
+	return resolve(ctx, r, image, r.Head)
+}
+
+// resolveOwn names kiln's own target by digest, read from the registry
+// kiln pushes it to (never a mirror).
+func resolveOwn(ctx context.Context, r registry.Remote, image string) (name.Digest, error) {
+	return resolve(ctx, r, image, r.HeadNamed)
+}
+
+func resolve(ctx context.Context, r registry.Remote, image string, head func(context.Context, name.Reference) (*v1.Descriptor, error)) (name.Digest, error) {
 	ref, err := r.ParseRef(image)
 	if err != nil {
 		return name.Digest{}, err
@@ -47,11 +57,7 @@ func resolve(ctx context.Context, r registry.Remote, image string) (name.Digest,
 	if d, ok := ref.(name.Digest); ok {
 		return d, nil
 	}
-	opts, err := r.Options(ctx)
-	if err != nil {
-		return name.Digest{}, err
-	}
-	desc, err := remote.Head(ref, opts...)
+	desc, err := head(ctx, ref)
 	if err != nil {
 		return name.Digest{}, registry.Classify(err, "resolving", image)
 	}
@@ -63,7 +69,7 @@ func resolve(ctx context.Context, r registry.Remote, image string) (name.Digest,
 // exactly want (signing.Prove). Tags, labels and annotations play no part:
 // anyone with push access can copy them. It makes no registry write.
 func proveAt(ctx context.Context, r registry.Remote, image string, id trust.Identity, want trust.Inputs) (Reuse, error) {
-	d, err := resolve(ctx, r, image)
+	d, err := resolveOwn(ctx, r, image)
 	if errors.Is(err, registry.ErrNotFound) {
 		return Reuse{}, nil
 	}

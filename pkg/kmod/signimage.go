@@ -18,11 +18,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // OSTreeLinuxLabel is the label RHCOS images carry with their kernel's
@@ -36,8 +36,10 @@ type SignImageInput struct {
 	// FilesToSign are sign.filesToSign, before expansion.
 	FilesToSign []string
 	Signer      *Signer
-	// Options reach the registry (auth, transport, retries).
-	Options []remote.Option
+	// Remote reaches the registries (auth, transport, retries, mirrors):
+	// Source is read through the mirrors, Target written to its own
+	// registry.
+	Remote registry.Remote
 }
 
 // SignImageResult is the pushed image.
@@ -58,8 +60,7 @@ const modulesIndexLimit = 64 << 20
 // unsigned image. Nothing is pushed when any file is missing or fails to
 // sign.
 func SignImage(ctx context.Context, in SignImageInput) (*SignImageResult, error) {
-	opts := append([]remote.Option{remote.WithContext(ctx)}, in.Options...)
-	src, err := remote.Image(in.Source, opts...)
+	src, err := in.Remote.Image(ctx, in.Source)
 	if err != nil {
 		return nil, fmt.Errorf("reading unsigned image %s: %w", in.Source, err)
 	}
@@ -90,7 +91,7 @@ func SignImage(ctx context.Context, in SignImageInput) (*SignImageResult, error)
 	if err != nil {
 		return nil, err
 	}
-	if err := remote.Write(in.Target, out, opts...); err != nil {
+	if err := in.Remote.Write(ctx, in.Target, out); err != nil {
 		return nil, fmt.Errorf("pushing signed image %s: %w", in.Target, err)
 	}
 	d, err := out.Digest()

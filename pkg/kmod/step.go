@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/pflag"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
@@ -79,6 +78,11 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	// The registries folder is read before anything else can fail.
+	r, err := registry.RemoteFrom(o.RegistryOptions)
+	if err != nil {
+		return err
+	}
 	ws := o.Workspace()
 	md, err := ReadModuleDay0(ws)
 	if err != nil {
@@ -97,7 +101,6 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Attest.Check(); err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
-	r := registry.RemoteFrom(o.RegistryOptions)
 	p := step.NewProgress(s.Out, step.StageKmodSign)
 	src, err := o.source(ws, md)
 	if err != nil {
@@ -164,15 +167,11 @@ func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1be
 	wrap := func(err error) error {
 		return fmt.Errorf("ModuleDay0 %s/%s: reading the unsigned image %s: %w", md.Namespace, md.Name, src, err)
 	}
-	d, err := resolve(ctx, r, src)
+	d, err := resolveInput(ctx, r, src)
 	if err != nil {
 		return signInputs{}, wrap(err)
 	}
-	opts, err := r.Options(ctx)
-	if err != nil {
-		return signInputs{}, err
-	}
-	img, err := remote.Image(d, opts...)
+	img, err := r.Image(ctx, d)
 	if err != nil {
 		return signInputs{}, wrap(registry.Classify(err, "reading", d.String()))
 	}
@@ -210,11 +209,7 @@ func (o *SignOptions) reusable(ctx context.Context, r registry.Remote, md *kmmv1
 	if err != nil {
 		return Reuse{}, err
 	}
-	opts, err := r.Options(ctx)
-	if err != nil {
-		return Reuse{}, err
-	}
-	img, err := remote.Image(ref, opts...)
+	img, err := r.ImageNamed(ctx, ref)
 	if err != nil {
 		return Reuse{}, registry.Classify(err, "reading", u.Image)
 	}
@@ -282,11 +277,7 @@ func signInput(ctx context.Context, r registry.Remote, src string, md *kmmv1beta
 	if err != nil {
 		return SignImageInput{}, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage: %w", md.Namespace, md.Name, err)
 	}
-	opts, err := r.Options(ctx)
-	if err != nil {
-		return SignImageInput{}, err
-	}
-	return SignImageInput{Source: srcRef, Target: dstRef, FilesToSign: md.Spec.OSMapping.Sign.FilesToSign, Options: opts}, nil
+	return SignImageInput{Source: srcRef, Target: dstRef, FilesToSign: md.Spec.OSMapping.Sign.FilesToSign, Remote: r}, nil
 }
 
 // ReadModuleDay0 reads the ModuleDay0 render left in the workspace.

@@ -20,6 +20,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -43,7 +44,7 @@ func TestSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &kmod.Sync{Client: mgr.GetClient(), Namespace: ns, Recorder: mgr.GetEventRecorderFor("kiln-kmm-day0"),
-		Exists: kmod.RemoteExists(name.Insecure), Recheck: 100 * time.Millisecond}
+		Exists: kmod.RemoteExists(registry.Remote{Insecure: []string{e.Registry.Host}}), Recheck: 100 * time.Millisecond}
 	if err := s.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

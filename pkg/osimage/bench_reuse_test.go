@@ -50,7 +50,7 @@ func BenchmarkReuseDecision(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		got := &BuildResult{Inputs: res.Inputs}
-		ok, err := got.reuse(ctx, r, tag, key.id, opts)
+		ok, err := got.reuse(ctx, r, tag, key.id)
 		decision += time.Since(start)
 		if err != nil || !ok || got.Digest != res.Digest {
 			b.Fatalf("reuse decision: ok=%v digest %s rejected %q err %v, want reuse of %s", ok, got.Digest, got.Rejected, err, res.Digest)

@@ -15,7 +15,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -107,7 +106,7 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 	if len(plan.NeedsBuildah) > 0 {
 		return nil, fmt.Errorf("building image for %s: %w: %s", in.Rendered.Name, ErrNeedsBuildah, strings.Join(plan.NeedsBuildah, "; "))
 	}
-	opts, baseRef, baseDesc, repo, err := resolve(ctx, r, in)
+	baseRef, baseDesc, repo, err := resolve(ctx, r, in)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +119,7 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
 	tag := repo.Tag(res.Tag)
 
-	if done, err := res.reuse(ctx, r, tag, in.Identity, opts); err != nil || done {
+	if done, err := res.reuse(ctx, r, tag, in.Identity); err != nil || done {
 		return res, err
 	}
 
@@ -140,7 +139,7 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 		history: fmt.Sprintf("kiln: %s for pool %s (%d entries, fingerprint %s)", in.Rendered.Name, in.Pool, len(plan.Entries), fp[:12]),
 		layer:   tarBytes,
 	}
-	var pushed remote.Taggable
+	var pushed registry.Taggable
 	if baseDesc.MediaType.IsIndex() {
 		idx, platforms, err := meta.index(baseDesc)
 		if err != nil {
@@ -150,7 +149,7 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 		if res.Digest, err = idx.Digest(); err != nil {
 			return nil, err
 		}
-		if err := remote.WriteIndex(repo.Digest(res.Digest.String()), idx, opts...); err != nil {
+		if err := r.WriteIndex(ctx, repo.Digest(res.Digest.String()), idx); err != nil {
 			return nil, registry.Classify(err, "pushing image index", repo.String())
 		}
 		pushed = idx
@@ -166,14 +165,14 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 		if res.Digest, err = img.Digest(); err != nil {
 			return nil, err
 		}
-		if err := remote.Write(repo.Digest(res.Digest.String()), img, opts...); err != nil {
+		if err := r.Write(ctx, repo.Digest(res.Digest.String()), img); err != nil {
 			return nil, registry.Classify(err, "pushing image", repo.String())
 		}
 		pushed = img
 	}
 	// The tag goes last: if anything above failed, no tag claims a build
 	// that is not complete, and the next run rebuilds.
-	if err := remote.Tag(tag, pushed, opts...); err != nil {
+	if err := r.Tag(ctx, tag, pushed); err != nil {
 		return nil, registry.Classify(err, "tagging image", tag.String())
 	}
 	res.Ref = repo.Digest(res.Digest.String()).String()
@@ -193,25 +192,23 @@ func (in *BuildInput) plan() (*Plan, error) {
 }
 
 // resolve reads the base's descriptor (never its layers) and parses the
-// target repository.
-func resolve(ctx context.Context, r registry.Remote, in BuildInput) ([]remote.Option, name.Reference, *remote.Descriptor, name.Repository, error) {
-	opts, err := r.Options(ctx)
-	if err != nil {
-		return nil, nil, nil, name.Repository{}, err
-	}
+// target repository. The base is read through the mirrors; it keeps its
+// own name (baseRef) in labels and inputs, as CRI-O resolves it the same
+// way on the nodes.
+func resolve(ctx context.Context, r registry.Remote, in BuildInput) (name.Reference, *registry.Descriptor, name.Repository, error) {
 	baseRef, err := r.ParseRef(in.Base)
 	if err != nil {
-		return nil, nil, nil, name.Repository{}, err
+		return nil, nil, name.Repository{}, err
 	}
 	repo, err := r.ParseRepo(in.Repository)
 	if err != nil {
-		return nil, nil, nil, name.Repository{}, err
+		return nil, nil, name.Repository{}, err
 	}
-	baseDesc, err := remote.Get(baseRef, opts...)
+	baseDesc, err := r.Get(ctx, baseRef)
 	if err != nil {
-		return nil, nil, nil, name.Repository{}, registry.Classify(err, "reading base image", in.Base)
+		return nil, nil, name.Repository{}, registry.Classify(err, "reading base image", in.Base)
 	}
-	return opts, baseRef, baseDesc, repo, nil
+	return baseRef, baseDesc, repo, nil
 }
 
 // reuse looks at the fingerprint tag and reuses what it holds only when
@@ -219,10 +216,11 @@ func resolve(ctx context.Context, r registry.Remote, in BuildInput) ([]remote.Op
 // from id binding exactly res.Inputs. The tag itself, its labels and its
 // annotations are claims anyone with push access can copy, so they decide
 // nothing; a rejected image is rebuilt and the tag moved to kiln's build.
-// It only reads the registry. An unreachable registry or refused
-// credentials are errors, never a reason to rebuild.
-func (res *BuildResult) reuse(ctx context.Context, r registry.Remote, tag name.Tag, id trust.Identity, opts []remote.Option) (bool, error) {
-	desc, err := remote.Head(tag, opts...)
+// It only reads the registry, the one kiln pushes to (never a mirror). An
+// unreachable registry or refused credentials are errors, never a reason
+// to rebuild.
+func (res *BuildResult) reuse(ctx context.Context, r registry.Remote, tag name.Tag, id trust.Identity) (bool, error) {
+	desc, err := r.HeadNamed(ctx, tag)
 	if err != nil {
 		cerr := registry.Classify(err, "looking for an existing build", tag.String())
 		if errors.Is(cerr, registry.ErrNotFound) {
@@ -291,7 +289,7 @@ func (m imageMeta) image(base v1.Image) (v1.Image, error) {
 }
 
 // index builds every platform of a base index and returns the new index.
-func (m imageMeta) index(desc *remote.Descriptor) (v1.ImageIndex, []string, error) {
+func (m imageMeta) index(desc *registry.Descriptor) (v1.ImageIndex, []string, error) {
 	base, err := desc.ImageIndex()
 	if err != nil {
 		return nil, nil, err

@@ -47,7 +47,7 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 	if err != nil {
 		return nil, err
 	}
-	opts, baseRef, baseDesc, repo, err := resolve(ctx, r, in.BuildInput)
+	baseRef, baseDesc, repo, err := resolve(ctx, r, in.BuildInput)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 	}
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
 	tag := repo.Tag(res.Tag)
-	if done, err := res.reuse(ctx, r, tag, in.Identity, opts); err != nil || done {
+	if done, err := res.reuse(ctx, r, tag, in.Identity); err != nil || done {
 		return res, err
 	}
 
@@ -165,14 +165,21 @@ func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.
 	for _, k := range sortedKeys(b.Annotations) {
 		args = append(args, "--annotation", k+"="+b.Annotations[k])
 	}
-	args = append(args, bb.pullArgs(r, b.Pulls)...)
-	if out, err := bb.run(ctx, append(args, b.Dir)...); err != nil {
+	pull, err := pullCall(r, b.Pulls, tmp)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("building %s with buildah: %w", b.Target, err)
+	}
+	if out, err := bb.runEnv(ctx, pull.env, append(append(args, pull.args...), b.Dir)...); err != nil {
 		return v1.Hash{}, fmt.Errorf("building %s with buildah: %w\n%s", b.Target, err, tail(out, 15))
 	}
 	defer func() { _, _ = bb.run(context.WithoutCancel(ctx), "rmi", local) }()
 	digestFile := filepath.Join(tmp, "digest")
-	push := append([]string{"push", "--digestfile", digestFile}, bb.registryArgs(r, target.Context().RegistryStr())...)
-	if out, err := bb.run(ctx, append(push, local, "docker://"+target.String())...); err != nil {
+	pc, err := pushCall(r, target.Context().RegistryStr(), tmp)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("pushing %s with buildah: %w", target, err)
+	}
+	push := append([]string{"push", "--digestfile", digestFile}, pc.args...)
+	if out, err := bb.runEnv(ctx, pc.env, append(push, local, "docker://"+target.String())...); err != nil {
 		return v1.Hash{}, fmt.Errorf("pushing %s with buildah: %w\n%s", target, err, tail(out, 15))
 	}
 	d, err := os.ReadFile(digestFile)
@@ -184,24 +191,6 @@ func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.
 		return v1.Hash{}, fmt.Errorf("reading buildah's digest file: %w", err)
 	}
 	return h, nil
-}
-
-// pullArgs: bud takes one --tls-verify for all its pulls, so it is off
-// when any pulled registry is insecure.
-func (bb Buildah) pullArgs(r registry.Remote, pulls []string) []string {
-	var args []string
-	if r.AuthFile != "" {
-		args = append(args, "--authfile", r.AuthFile)
-	}
-	for _, p := range pulls {
-		if p == "" {
-			continue
-		}
-		if ref, err := r.ParseRef(p); err == nil && slices.Contains(r.Insecure, ref.Context().RegistryStr()) {
-			return append(args, "--tls-verify=false")
-		}
-	}
-	return args
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -229,24 +218,24 @@ func contextHash(bc *BuildContext) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
-func (bb Buildah) registryArgs(r registry.Remote, host string) []string {
-	var args []string
-	if r.AuthFile != "" {
-		args = append(args, "--authfile", r.AuthFile)
-	}
-	if slices.Contains(r.Insecure, host) {
-		args = append(args, "--tls-verify=false")
-	}
-	return args
+func (bb Buildah) run(ctx context.Context, args ...string) (string, error) {
+	return bb.runEnv(ctx, nil, args...)
 }
 
-func (bb Buildah) run(ctx context.Context, args ...string) (string, error) {
+// runEnv runs buildah with extra variables added to its environment.
+func (bb Buildah) runEnv(ctx context.Context, extra []string, args ...string) (string, error) {
 	bin := bb.Bin
 	if bin == "" {
 		bin = "buildah"
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = bb.Env
+	if len(extra) > 0 {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(slices.Clip(cmd.Env), extra...)
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
@@ -21,15 +20,11 @@ const VersionLabel = "org.opencontainers.image.version"
 // read. A failure is an error, never a warning: MCO's phase-1 check only
 // warned, the seed makes it blocking.
 func Preflight(ctx context.Context, r registry.Remote, payloadBase, customBase string) error {
-	opts, err := r.Options(ctx)
+	want, err := platformImage(ctx, r, payloadBase)
 	if err != nil {
 		return err
 	}
-	want, err := platformImage(r, payloadBase, opts)
-	if err != nil {
-		return err
-	}
-	got, err := platformImage(r, customBase, opts)
+	got, err := platformImage(ctx, r, customBase)
 	if err != nil {
 		return err
 	}
@@ -71,13 +66,14 @@ func Preflight(ctx context.Context, r registry.Remote, payloadBase, customBase s
 
 // platformImage resolves ref to an image; for an index, the linux/amd64
 // image or else the first one (the layers check is per platform, and every
-// platform of a CoreOS index is built the same way).
-func platformImage(r registry.Remote, ref string, opts []remote.Option) (v1.Image, error) {
+// platform of a CoreOS index is built the same way). Both bases are
+// inputs, read through the mirrors.
+func platformImage(ctx context.Context, r registry.Remote, ref string) (v1.Image, error) {
 	pr, err := r.ParseRef(ref)
 	if err != nil {
 		return nil, err
 	}
-	desc, err := remote.Get(pr, opts...)
+	desc, err := r.Get(ctx, pr)
 	if err != nil {
 		return nil, registry.Classify(err, "reading image", ref)
 	}

@@ -81,6 +81,10 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	r, err := registry.RemoteFrom(o.RegistryOptions)
+	if err != nil {
+		return err
+	}
 	ws := o.Workspace()
 	mc, err := ReadRendered(ws.RenderedPath())
 	if err != nil {
@@ -91,7 +95,6 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	p := step.NewProgress(s.Out, step.StageImageBuild)
-	r := registry.RemoteFrom(o.RegistryOptions)
 	id, err := o.Files().Load()
 	if err != nil {
 		return fmt.Errorf("building image for pool %s: %w", o.Pool, err)

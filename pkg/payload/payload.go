@@ -6,6 +6,8 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // Where MCO keeps the payload's OS images.
@@ -65,11 +67,11 @@ func FromObjects(cm *corev1.ConfigMap, cv *configv1.ClusterVersion) (Facts, erro
 
 // WithDriverToolkit returns f with DriverToolkitImage read from
 // f.ReleaseImage's image-references.
-func (f Facts) WithDriverToolkit(ctx context.Context, o ResolveOptions) (Facts, error) {
+func (f Facts) WithDriverToolkit(ctx context.Context, r registry.Remote) (Facts, error) {
 	if f.ReleaseImage == "" {
 		return Facts{}, fmt.Errorf("reading payload: ClusterVersion %s: status.desired.image is empty", ClusterVersionName)
 	}
-	dtk, err := DriverToolkitImage(ctx, f.ReleaseImage, o)
+	dtk, err := DriverToolkitImage(ctx, f.ReleaseImage, r)
 	if err != nil {
 		return Facts{}, err
 	}

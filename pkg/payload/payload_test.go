@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -69,7 +70,7 @@ func TestResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := img.Digest()
-	opts := ResolveOptions{Insecure: []string{e.Registry.Host}}
+	opts := registry.Remote{Insecure: []string{e.Registry.Host}}
 	got, err := Resolve(context.Background(), tag, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -9,15 +9,14 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	imagev1 "github.com/openshift/api/image/v1"
+
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // ImageReferencesPath is the file of a release image that names every
@@ -72,9 +71,11 @@ func (r ReleaseTags) Tags() []string {
 // ReleaseImages reads the component images of a release image (ClusterVersion
 // status.desired.image): its release-manifests/image-references file, looked
 // for from the top layer down so the last layer that has it wins, as in the
-// flattened filesystem. Only the layers above the file are read.
-func ReleaseImages(ctx context.Context, releaseRef string, o ResolveOptions) (ReleaseTags, error) {
-	img, err := o.image(ctx, releaseRef)
+// flattened filesystem. Only the layers above the file are read. The
+// release image is read through r's mirrors (a disconnected cluster's
+// release is on its mirror).
+func ReleaseImages(ctx context.Context, releaseRef string, r registry.Remote) (ReleaseTags, error) {
+	img, err := releaseImage(ctx, r, releaseRef)
 	if err != nil {
 		return ReleaseTags{}, fmt.Errorf("reading release image %q: %w", releaseRef, err)
 	}
@@ -91,30 +92,20 @@ func ReleaseImages(ctx context.Context, releaseRef string, o ResolveOptions) (Re
 
 // DriverToolkitImage is the release image's driver-toolkit pullspec
 // (KMM's DTK_AUTO).
-func DriverToolkitImage(ctx context.Context, releaseRef string, o ResolveOptions) (string, error) {
-	r, err := ReleaseImages(ctx, releaseRef, o)
+func DriverToolkitImage(ctx context.Context, releaseRef string, r registry.Remote) (string, error) {
+	tags, err := ReleaseImages(ctx, releaseRef, r)
 	if err != nil {
 		return "", err
 	}
-	return r.Lookup(TagDriverToolkit)
+	return tags.Lookup(TagDriverToolkit)
 }
 
-func (o ResolveOptions) image(ctx context.Context, ref string) (v1.Image, error) {
-	var nopts []name.Option
-	if r, err := name.ParseReference(ref); err == nil && slices.Contains(o.Insecure, r.Context().RegistryStr()) {
-		nopts = append(nopts, name.Insecure)
-	}
-	parsed, err := name.ParseReference(ref, nopts...)
+func releaseImage(ctx context.Context, r registry.Remote, ref string) (v1.Image, error) {
+	parsed, err := r.ParseRef(ref)
 	if err != nil {
 		return nil, err
 	}
-	kc := o.Keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
-	return viaMirrors(o, parsed, func(r name.Reference) (v1.Image, error) {
-		return remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(kc))
-	})
+	return r.Image(ctx, parsed)
 }
 
 // ReadImageFile returns one regular file of an image's flattened filesystem

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	configv1 "github.com/openshift/api/config/v1"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -46,7 +47,7 @@ type blobLog struct {
 func startRegistry(t *testing.T) *blobLog {
 	t.Helper()
 	bl := &blobLog{}
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/blobs/sha256:") {
 			bl.mu.Lock()
@@ -121,7 +122,7 @@ func refsLayer(t *testing.T, tags map[string]string) v1.Layer {
 // error for each way a release image can be wrong.
 func TestReleaseImages(t *testing.T) {
 	bl := startRegistry(t)
-	opts := ResolveOptions{Insecure: []string{bl.host}}
+	opts := registry.Remote{Insecure: []string{bl.host}}
 	base, err := random.Layer(64<<10, "application/vnd.oci.image.layer.v1.tar")
 	if err != nil {
 		t.Fatal(err)
@@ -242,11 +243,11 @@ func TestFactsWithDriverToolkit(t *testing.T) {
 	if f.ReleaseImage != ref || f.DriverToolkitImage != "" {
 		t.Fatalf("FromObjects: %+v", f)
 	}
-	got, err := f.WithDriverToolkit(context.Background(), ResolveOptions{Insecure: []string{bl.host}})
+	got, err := f.WithDriverToolkit(context.Background(), registry.Remote{Insecure: []string{bl.host}})
 	if err != nil || got.DriverToolkitImage != dtkRef || got.BaseOSImage != osRef {
 		t.Fatalf("WithDriverToolkit = %+v, %v", got, err)
 	}
-	_, err = Facts{BaseOSImage: osRef}.WithDriverToolkit(context.Background(), ResolveOptions{})
+	_, err = Facts{BaseOSImage: osRef}.WithDriverToolkit(context.Background(), registry.Remote{})
 	if err == nil || err.Error() != "reading payload: ClusterVersion version: status.desired.image is empty" {
 		t.Fatalf("no release image: %v", err)
 	}

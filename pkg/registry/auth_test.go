@@ -316,7 +316,10 @@ func TestCredentialsRegistryAuthFileEnvironment(t *testing.T) {
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	r := registry.RemoteFrom(o)
+	r, err := registry.RemoteFrom(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.Transport, r.Backoff = reg.Transport(), remote.Backoff{Steps: 1}
 	wantOK(t, r, reg.Ref("org/app:1"))
 	// … and a Remote without a file reads it, as podman does.
@@ -345,7 +348,10 @@ func TestCredentialsKubernetesPullSecretWorkspace(t *testing.T) {
 	e["username"], e["password"], e["email"] = alice, alicePass, ""
 	dir := mountPullSecret(t, auths(map[string]map[string]string{reg.Host: e}))
 	// A Task passes $(workspaces.registry-auth.path)/config.json.
-	r := registry.RemoteFrom(step.RegistryOptions{AuthFile: filepath.Join(dir, "config.json")})
+	r, err := registry.RemoteFrom(step.RegistryOptions{AuthFile: filepath.Join(dir, "config.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if want := filepath.Join(dir, ".dockerconfigjson"); r.AuthFile != want {
 		t.Fatalf("auth file %q, want %q", r.AuthFile, want)
 	}
@@ -372,8 +378,12 @@ func TestRemoteFromAuthFilePath(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := registry.RemoteFrom(step.RegistryOptions{AuthFile: c.flag}).AuthFile; got != c.want {
-				t.Fatalf("auth file of %q: %q, want %q", c.flag, got, c.want)
+			r, err := registry.RemoteFrom(step.RegistryOptions{AuthFile: c.flag})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.AuthFile != c.want {
+				t.Fatalf("auth file of %q: %q, want %q", c.flag, r.AuthFile, c.want)
 			}
 		})
 	}

@@ -149,7 +149,15 @@ func hasCode(te *transport.Error, codes ...transport.ErrorCode) bool {
 }
 
 // RemoteFrom returns the registry settings of the flags. The auth file may
-// be a mounted pull secret's folder (see authFilePath).
-func RemoteFrom(o step.RegistryOptions) Remote {
-	return Remote{AuthFile: authFilePath(o.AuthFile), Insecure: o.Insecure}
+// be a mounted pull secret's folder (see authFilePath). The registries
+// folder (--registries-config) is read here, before any network call, so
+// an unreadable one fails the step at once, naming it; the "" Tekton makes
+// of $(workspaces.registries.path) for an unbound optional workspace means
+// none (see LoadDir).
+func RemoteFrom(o step.RegistryOptions) (Remote, error) {
+	cfg, err := LoadDir(o.ConfigDir)
+	if err != nil {
+		return Remote{}, fmt.Errorf("--registries-config %s: %w", o.ConfigDir, err)
+	}
+	return Remote{AuthFile: authFilePath(o.AuthFile), Insecure: o.Insecure, Config: cfg}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -54,6 +55,11 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
+	// The registries folder is read before anything else can fail.
+	r, err := registry.RemoteFrom(o.Registry)
+	if err != nil {
+		return err
+	}
 	dir, err := o.Kube.SourceDir()
 	if err != nil {
 		return err
@@ -62,7 +68,7 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	v := PolicyVerifier{Remote: o.Registry, KeyPath: o.PolicyKey, OutDir: filepath.Join(out, "policy")}
+	v := PolicyVerifier{Remote: r, RegistriesDir: o.Registry.ConfigDir, KeyPath: o.PolicyKey, OutDir: filepath.Join(out, "policy")}
 	var res Result
 	if dir != "" {
 		res, err = o.runLocal(ctx, dir, out, v)
@@ -155,21 +161,23 @@ func (o *StepOptions) report(out string, res Result) error {
 // write: pkg/signing's containers/image policy with a sigstoreSigned
 // requirement for the image's repository.
 type PolicyVerifier struct {
-	Remote  step.RegistryOptions
-	KeyPath string
-	OutDir  string
+	Remote registry.Remote
+	// RegistriesDir is the registries folder Remote.Config was read from,
+	// for containers/image (step.RegistryOptions.ConfigDir).
+	RegistriesDir string
+	KeyPath       string
+	OutDir        string
 }
 
 // Verify evaluates the policy for image.
 func (p PolicyVerifier) Verify(ctx context.Context, image string) error {
-	r := registry.RemoteFrom(p.Remote)
-	ref, err := r.ParseRef(image)
+	ref, err := p.Remote.ParseRef(image)
 	if err != nil {
 		return err
 	}
 	_, err = signing.VerifyPolicy(ctx, signing.PolicyInput{
-		Image: image, KeyPath: p.KeyPath, AuthFile: r.AuthFile,
-		Insecure: p.Remote.IsInsecure(ref.Context().RegistryStr()), OutDir: p.OutDir,
+		Image: image, KeyPath: p.KeyPath, AuthFile: p.Remote.AuthFile, RegistriesDir: p.RegistriesDir,
+		Insecure: slices.Contains(p.Remote.Insecure, ref.Context().RegistryStr()), OutDir: p.OutDir,
 	})
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -69,4 +70,48 @@ func authFile(t *testing.T, dir, file, host, user, pass string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestVerifyPolicyTrustsTheRegistriesFolderCA verifies over TLS with the
+// registry's CA given only as certs.d/<host:port>/ca.crt of a registries
+// folder (no registries.conf in it): the CA is trusted for that host, and
+// a folder holding it under another host's name does not help.
+func TestVerifyPolicyTrustsTheRegistriesFolderCA(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{TLS: true})
+	ctx := context.Background()
+	img, _ := random.Image(512, 1)
+	ref, _ := name.ParseReference(reg.Host + "/kiln/os:1")
+	if err := remote.Write(ref, img, remote.WithTransport(reg.Transport())); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	image := ref.Context().Digest(d.String()).String()
+	keys := newKeys(t, "pw")
+	if _, err := Sign(ctx, registry.Remote{Transport: reg.Transport()},
+		SignInput{Image: image, Key: keys.priv, Password: keys.pass, Inputs: testInputs(t, reg.Host)}); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(reg.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	folder := func(host string) string {
+		dir := t.TempDir()
+		certs := filepath.Join(dir, registry.CertsDir, host)
+		if err := os.MkdirAll(certs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(certs, "ca.crt"), ca, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	in := PolicyInput{Image: image, KeyPath: keys.pubPath, RegistriesDir: folder(reg.Host), OutDir: t.TempDir()}
+	if _, err := VerifyPolicy(ctx, in); err != nil {
+		t.Fatalf("verify with the CA in certs.d/%s: %v", reg.Host, err)
+	}
+	in.RegistriesDir = folder("other.example:5000")
+	if _, err := VerifyPolicy(ctx, in); err == nil || errors.Is(err, ErrPolicy) || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("verify with the CA under another host: %v, want a TLS failure reading the image", err)
+	}
 }

@@ -32,6 +32,11 @@ type PolicyInput struct {
 	AuthFile string
 	// CertDir holds a registry CA (ca.crt) for TLS registries.
 	CertDir string
+	// RegistriesDir is a registries folder (step.RegistryOptions.ConfigDir):
+	// its registries.conf gives the mirrors, insecure and blocked flags the
+	// nodes' CRI-O applies, and certs.d/<host>/ca.crt the per-registry CAs.
+	// Empty means containers/image's defaults.
+	RegistriesDir string
 	// OutDir receives policy.json and registries.d/ (the fragment).
 	OutDir string
 }
@@ -89,6 +94,9 @@ func VerifyPolicy(ctx context.Context, in PolicyInput) (*PolicyFiles, error) {
 	if in.Insecure {
 		sys.DockerInsecureSkipTLSVerify = types.OptionalBoolTrue
 	}
+	if in.RegistriesDir != "" {
+		setRegistriesDir(sys, in.RegistriesDir)
+	}
 	src, err := iref.NewImageSource(ctx, sys)
 	if err != nil {
 		return files, readError(in.Image, err)
@@ -103,6 +111,21 @@ func VerifyPolicy(ctx context.Context, in PolicyInput) (*PolicyFiles, error) {
 		return files, fmt.Errorf("verifying %s against sigstoreSigned(key %s) for %s: %w: %s", in.Image, in.KeyPath, repo, ErrPolicy, explain(err))
 	}
 	return files, nil
+}
+
+// setRegistriesDir makes containers/image read the registries folder as the
+// whole registries configuration: its registries.conf (when there is one)
+// and drop-ins under it instead of the image's /etc/containers ones, and
+// its certs.d for per-registry CAs.
+func setRegistriesDir(sys *types.SystemContext, dir string) {
+	conf := filepath.Join(dir, registry.RegistriesConfFile)
+	if _, err := os.Stat(conf); err == nil {
+		// An explicit path that does not exist is an error to
+		// containers/image; a folder with only CAs has none.
+		sys.SystemRegistriesConfPath = conf
+		sys.SystemRegistriesConfDirPath = conf + ".d"
+	}
+	sys.DockerPerHostCertDirPath = filepath.Join(dir, registry.CertsDir)
 }
 
 // readError reports a failure to read the image, telling an authentication

@@ -8,7 +8,6 @@ import (
 	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	intoto "github.com/in-toto/in-toto-golang/in_toto"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
@@ -99,9 +98,8 @@ func Prove(ctx context.Context, r registry.Remote, image name.Digest, id trust.I
 		}
 		// A failing registry (5xx, throttling) answered nothing about the
 		// image: that is a fault to report, not a missing proof.
-		var te *transport.Error
-		if errors.As(err, &te) && (te.StatusCode >= http.StatusInternalServerError || te.StatusCode == http.StatusTooManyRequests) {
-			return fmt.Errorf("reading signatures of %s: %w (HTTP %d): %v", image, registry.ErrUnreachable, te.StatusCode, err)
+		if code, ok := registry.HTTPStatus(err); ok && (code >= http.StatusInternalServerError || code == http.StatusTooManyRequests) {
+			return fmt.Errorf("reading signatures of %s: %w (HTTP %d): %v", image, registry.ErrUnreachable, code, err)
 		}
 		return fmt.Errorf("%s: %w: %v", image, trust.ErrNotProven, err)
 	}

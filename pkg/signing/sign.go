@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	intoto "github.com/in-toto/in-toto-golang/in_toto"
 	slsa1 "github.com/in-toto/in-toto-golang/in_toto/slsa_provenance/v1"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
@@ -109,7 +108,8 @@ func Sign(ctx context.Context, r registry.Remote, in SignInput) (*SignResult, er
 		into   *string
 	}{{ociremote.SignatureTagSuffix, &res.SignatureRef}, {ociremote.AttestationTagSuffix, &res.AttestationRef}} {
 		tag := repo.Tag(strings.Replace(digest.DigestStr(), ":", "-", 1) + "." + x.suffix)
-		d, err := remote.Head(tag, ropts...)
+		// Read back from the registry just written, never a mirror.
+		d, err := r.HeadNamed(ctx, tag)
 		if err != nil {
 			return nil, registry.Classify(err, "reading back", tag.String())
 		}

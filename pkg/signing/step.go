@@ -55,6 +55,10 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if o.Image == "" {
 		return &step.UsageError{Err: fmt.Errorf("--image is required")}
 	}
+	r, err := registry.RemoteFrom(o.RegistryOptions)
+	if err != nil {
+		return err
+	}
 	dir, err := o.Workspace().Ensure(step.StageImageSign)
 	if err != nil {
 		return err
@@ -86,7 +90,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	p := step.NewProgress(s.Out, step.StageImageSign)
 	p.Printf("signing %s and attesting its provenance (run %q)", o.Image, o.RunID)
-	res, err := Sign(ctx, registry.RemoteFrom(o.RegistryOptions), in)
+	res, err := Sign(ctx, r, in)
 	if err != nil {
 		return err
 	}
@@ -140,7 +144,10 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	r := registry.RemoteFrom(o.RegistryOptions)
+	r, err := registry.RemoteFrom(o.RegistryOptions)
+	if err != nil {
+		return err
+	}
 	ref, err := r.ParseRef(o.Image)
 	if err != nil {
 		return err
@@ -148,7 +155,7 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	p := step.NewProgress(s.Out, step.StageVerify)
 	files, verr := VerifyPolicy(ctx, PolicyInput{
 		Image: o.Image, KeyPath: o.PublicKey, NodeKeyPath: o.NodeKeyPath, AuthFile: r.AuthFile,
-		Insecure: o.IsInsecure(ref.Context().RegistryStr()), OutDir: dir,
+		Insecure: o.IsInsecure(ref.Context().RegistryStr()), RegistriesDir: o.ConfigDir, OutDir: dir,
 	})
 	if files != nil {
 		p.Printf("policy fragment for nodes: %s, %s", files.Policy, files.Registries)

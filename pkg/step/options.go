@@ -60,6 +60,11 @@ type RegistryOptions struct {
 	AuthFile string
 	// Insecure lists registries reached over plain HTTP (host[:port]).
 	Insecure []string
+	// ConfigDir is a registries folder (registries.conf and
+	// certs.d/<host[:port]>/ca.crt): mirrors, per-registry insecure and
+	// blocked flags and CAs. Empty means none; Tekton turns the path of an
+	// unbound optional workspace into "".
+	ConfigDir string
 }
 
 // AddFlags registers the registry flags.
@@ -72,6 +77,7 @@ func (o *RegistryOptions) AddFlags(fs *pflag.FlagSet) {
 		insecure = strings.Split(v, ",")
 	}
 	fs.StringSliceVar(&o.Insecure, "insecure-registry", insecure, "registry host[:port] reached over plain HTTP (repeatable; default $KILN_INSECURE_REGISTRY, comma separated)")
+	fs.StringVar(&o.ConfigDir, "registries-config", os.Getenv("KILN_REGISTRIES_CONFIG"), "registries folder: registries.conf (mirrors, insecure and blocked registries) and certs.d/<host>/ca.crt; empty means none")
 }
 
 // IsInsecure reports whether host was named with --insecure-registry.

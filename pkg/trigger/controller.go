@@ -26,6 +26,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // Labels on MachineConfigPools.
@@ -76,7 +77,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.settle = newSettler(c.Settle, max(c.MaxSettle, c.Settle), nil)
 	if c.Resolve == nil {
 		c.Resolve = func(ctx context.Context, ref string) (string, error) {
-			return payload.Resolve(ctx, ref, payload.ResolveOptions{})
+			return payload.Resolve(ctx, ref, registry.Remote{})
 		}
 	}
 	specOrMeta := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))

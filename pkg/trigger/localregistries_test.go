@@ -256,7 +256,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := payload.Resolve(context.Background(), source+"/ocp/tools:4.20", payload.ResolveOptions{Config: cfg})
+	got, err := payload.Resolve(context.Background(), source+"/ocp/tools:4.20", registry.Remote{Config: cfg})
 	if want := source + "/ocp/tools@" + digest.String(); err != nil || got != want {
 		t.Fatalf("Resolve = %q, %v; want %q", got, err, want)
 	}

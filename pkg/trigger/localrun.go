@@ -16,12 +16,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/pipeline"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 )
 
@@ -88,8 +89,9 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	r := registry.Remote{Insecure: insecure, Config: regCfg}
 	resolve := func(ctx context.Context, ref string) (string, error) {
-		return payload.Resolve(ctx, ref, payload.ResolveOptions{Insecure: insecure, Config: regCfg})
+		return payload.Resolve(ctx, ref, r)
 	}
 	st, err := ReadState(out)
 	if err != nil {
@@ -185,6 +187,9 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 		"work": work, "manifests": l.src, "signing-key": l.keys.Cosign, "public-key": l.keys.Cosign,
 		"kmod-signing-cert": l.keys.KmodCert, "kmod-signing-key": l.keys.KmodKey,
 	}
+	// The Tasks pass $(workspaces.registries.path) as --registries-config:
+	// bound to the folder runLocal wrote, as cluster mode binds its copy.
+	ws[WorkspaceRegistries] = filepath.Join(l.out, registriesDir)
 	l.exec.RunName, l.exec.OnTask = pl.Run, att.record
 	res, err := l.exec.Run(ctx, l.p, params, ws, filepath.Join(runDir, "tasks"))
 	if err != nil {
@@ -263,7 +268,7 @@ func embeddedRegistry(dir string) (stop func(), host string, err error) {
 	if err != nil {
 		return nil, "", err
 	}
-	srv := &http.Server{Handler: registry.New(registry.WithBlobHandler(registry.NewDiskBlobHandler(dir)), registry.Logger(log.New(io.Discard, "", 0)))}
+	srv := &http.Server{Handler: ggcrregistry.New(ggcrregistry.WithBlobHandler(ggcrregistry.NewDiskBlobHandler(dir)), ggcrregistry.Logger(log.New(io.Discard, "", 0)))}
 	go func() { _ = srv.Serve(l) }()
 	return func() { _ = srv.Close() }, l.Addr().String(), nil
 }

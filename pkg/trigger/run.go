@@ -6,11 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -27,6 +23,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/apis"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // Run starts the trigger.
@@ -90,15 +87,18 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}
-	resolve := payload.ResolveOptions{Insecure: o.Insecure}
+	// The trigger's own reads: payload tags, the OS image's labels, kmod
+	// images. Credentials come from $REGISTRY_AUTH_FILE or the default
+	// files (registry.Remote.Keychain).
+	r := registry.Remote{Insecure: o.Insecure}
 	c := &Controller{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.Namespace,
 		Recorder: mgr.GetEventRecorderFor("kiln-trigger"),
 		Settle:   o.Settle, MaxSettle: o.MaxSettle, Insecure: o.Insecure,
 		Resolve: func(ctx context.Context, ref string) (string, error) {
-			return payload.Resolve(ctx, ref, resolve)
+			return payload.Resolve(ctx, ref, r)
 		},
-		OSVersion: func(ctx context.Context, ref string) (string, error) { return osVersion(ctx, ref, o.Insecure) },
+		OSVersion: func(ctx context.Context, ref string) (string, error) { return osVersion(ctx, r, ref) },
 	}
 	if err := c.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the trigger: %w", err)
@@ -106,7 +106,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	sync := &kmod.Sync{
 		Client: mgr.GetClient(), Namespace: o.Namespace,
 		Recorder: mgr.GetEventRecorderFor("kiln-kmm-day0"),
-		Exists:   kmod.RemoteExists(registryOptions(o.Insecure)...),
+		Exists:   kmod.RemoteExists(r),
 	}
 	if err := sync.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ModuleDay0 sync: %w", err)
@@ -125,27 +125,15 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-// registryOptions: kmod.RemoteExists takes one set of options for every
-// registry, so any insecure registry makes plain HTTP allowed for all
-// (go-containerregistry still tries HTTPS first).
-func registryOptions(insecure []string) []name.Option {
-	if len(insecure) > 0 {
-		return []name.Option{name.Insecure}
-	}
-	return nil
-}
-
 // osVersion reads an OS image's "version" label (RHCOS sets it), which
-// seed 003's upgrade rule compares with the nodes' osImage.
-func osVersion(ctx context.Context, ref string, insecure []string) (string, error) {
-	r, err := name.ParseReference(ref)
-	if err == nil && slices.Contains(insecure, r.Context().RegistryStr()) {
-		r, err = name.ParseReference(ref, name.Insecure)
-	}
+// seed 003's upgrade rule compares with the nodes' osImage. The OS image is
+// a payload image: read through the mirrors.
+func osVersion(ctx context.Context, r registry.Remote, ref string) (string, error) {
+	parsed, err := r.ParseRef(ref)
 	if err != nil {
 		return "", err
 	}
-	img, err := remote.Image(r, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	img, err := r.Image(ctx, parsed)
 	if err != nil {
 		return "", err
 	}
