@@ -26,7 +26,6 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // Labels on MachineConfigPools.
@@ -76,9 +75,7 @@ var bootImagesKey = reconcile.Request{NamespacedName: types.NamespacedName{Name:
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	c.settle = newSettler(c.Settle, max(c.MaxSettle, c.Settle), nil)
 	if c.Resolve == nil {
-		c.Resolve = func(ctx context.Context, ref string) (string, error) {
-			return payload.Resolve(ctx, ref, registry.Remote{})
-		}
+		c.Resolve = c.resolve
 	}
 	specOrMeta := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
 	inNS := func(ns string, names ...string) builder.Predicates {

@@ -23,7 +23,6 @@ import (
 	"github.com/kiln-dev/kiln/pkg/apis"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // Run starts the trigger.
@@ -87,26 +86,20 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
 	}
-	// The trigger's own reads: payload tags, the OS image's labels, kmod
-	// images. Credentials come from $REGISTRY_AUTH_FILE or the default
-	// files (registry.Remote.Keychain).
-	r := registry.Remote{Insecure: o.Insecure}
 	c := &Controller{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.Namespace,
 		Recorder: mgr.GetEventRecorderFor("kiln-trigger"),
 		Settle:   o.Settle, MaxSettle: o.MaxSettle, Insecure: o.Insecure,
-		Resolve: func(ctx context.Context, ref string) (string, error) {
-			return payload.Resolve(ctx, ref, r)
-		},
-		OSVersion: func(ctx context.Context, ref string) (string, error) { return osVersion(ctx, r, ref) },
 	}
+	// The trigger's own reads go through the cluster's registries (remote.go).
+	c.OSVersion = c.osVersion
 	if err := c.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the trigger: %w", err)
 	}
 	sync := &kmod.Sync{
 		Client: mgr.GetClient(), Namespace: o.Namespace,
 		Recorder: mgr.GetEventRecorderFor("kiln-kmm-day0"),
-		Exists:   kmod.RemoteExists(r),
+		Exists:   c.kmodImageExists,
 	}
 	if err := sync.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the ModuleDay0 sync: %w", err)
@@ -123,23 +116,4 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
-}
-
-// osVersion reads an OS image's "version" label (RHCOS sets it), which
-// seed 003's upgrade rule compares with the nodes' osImage. The OS image is
-// a payload image: read through the mirrors.
-func osVersion(ctx context.Context, r registry.Remote, ref string) (string, error) {
-	parsed, err := r.ParseRef(ref)
-	if err != nil {
-		return "", err
-	}
-	img, err := r.Image(ctx, parsed)
-	if err != nil {
-		return "", err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return "", err
-	}
-	return cf.Config.Labels["version"], nil
 }
