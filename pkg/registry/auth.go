@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	helperclient "github.com/docker/docker-credential-helpers/client"
@@ -64,12 +65,12 @@ func parseAuthFile(data []byte) (authFile, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return authFile{}, describeJSONError(err, len(data))
 	}
-	for _, key := range sortedKeys(f.Auths) {
+	for _, key := range slices.Sorted(maps.Keys(f.Auths)) {
 		if err := checkEntry(key, f.Auths[key]); err != nil {
 			return authFile{}, err
 		}
 	}
-	for _, key := range sortedKeys(f.CredHelpers) {
+	for _, key := range slices.Sorted(maps.Keys(f.CredHelpers)) {
 		if f.CredHelpers[key] == "" {
 			return authFile{}, fmt.Errorf("credHelpers entry %q: empty helper name", key)
 		}
@@ -112,15 +113,6 @@ func checkEntry(key string, e authEntry) error {
 		return fmt.Errorf("auths entry %q: auth is not base64 of user:password", key)
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // loadAuthFile reads and checks path. A missing file is an error only when

@@ -5,10 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,20 +24,7 @@ import (
 func TestTriggerReadsThroughClusterMirrors(t *testing.T) {
 	h := newHarness(t)
 	mirror := env.StartRegistry(t, env.RegistryOptions{})
-	img, err := random.Image(256, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, _ := img.ConfigFile()
-	cf.Config.Labels = map[string]string{"version": "9.6.20250601-0"}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	ref, _ := name.ParseReference(mirror.Host + "/openshift/os:4.19")
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
+	_, d := pushOSImage(t, mirror.Host, "9.6.20250601-0")
 	const source = "127.0.0.1:1/openshift" // connections refused
 	h.create(&configv1.ImageDigestMirrorSet{ObjectMeta: metav1.ObjectMeta{Name: "payload"}, Spec: configv1.ImageDigestMirrorSetSpec{
 		ImageDigestMirrors: []configv1.ImageDigestMirrors{{Source: source, Mirrors: []configv1.ImageMirror{configv1.ImageMirror(mirror.Host + "/openshift")}}},

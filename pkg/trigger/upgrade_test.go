@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -28,20 +29,7 @@ import (
 func TestKmodUpgradeRebuild(t *testing.T) {
 	h := newHarness(t)
 	reg := env.StartRegistry(t, env.RegistryOptions{})
-	img, err := random.Image(256, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cf, _ := img.ConfigFile()
-	cf.Config.Labels = map[string]string{"version": "9.6.20250601-0"}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		t.Fatal(err)
-	}
-	ref, _ := name.ParseReference(reg.Host + "/openshift/os:4.19")
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
+	ref, d := pushOSImage(t, reg.Host, "9.6.20250601-0")
 	h.update(&corev1.ConfigMap{}, payload.OSImageURLMap, payload.Namespace, func(o client.Object) {
 		o.(*corev1.ConfigMap).Data["baseOSContainerImage"] = ref.Context().Digest(d.String()).String()
 	})
@@ -76,4 +64,28 @@ func TestKmodUpgradeRebuild(t *testing.T) {
 	if got := param(h.runs("infra")[0], "kmod-rebuild"); got != "" {
 		t.Fatalf("infra (clusterUpgradeTriggerNodeUpgrade false) run kmod-rebuild = %q", got)
 	}
+}
+
+// pushOSImage pushes a payload OS image stand-in, whose version label is
+// what the trigger reads, to host/openshift/os:4.19.
+func pushOSImage(t *testing.T, host, version string) (name.Reference, v1.Hash) {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, _ := img.ConfigFile()
+	cf.Config.Labels = map[string]string{"version": version}
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.ParseReference(host + "/openshift/os:4.19")
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref, d
 }

@@ -69,14 +69,17 @@ func (p *process) exited() bool {
 }
 
 // logTail returns the end of the process log, for error messages.
-func (p *process) logTail() string {
-	b, err := os.ReadFile(p.log)
+func (p *process) logTail() string { return fileTail(p.log, 2000) }
+
+// fileTail returns the last n bytes of a log file, or "" when unreadable.
+func fileTail(path string, n int) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
 	}
 	s := strings.TrimSpace(string(b))
-	if len(s) > 2000 {
-		s = "…" + s[len(s)-2000:]
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
 	}
 	return s
 }

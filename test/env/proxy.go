@@ -117,13 +117,5 @@ func (p *Proxy) Requests(host string) (int, error) {
 
 // Log returns the end of the proxy's log, for failure messages.
 func (p *Proxy) Log() string {
-	b, err := os.ReadFile(filepath.Join(p.dir, "tinyproxy.log"))
-	if err != nil {
-		return ""
-	}
-	s := strings.TrimSpace(string(b))
-	if len(s) > 4000 {
-		s = "…" + s[len(s)-4000:]
-	}
-	return s
+	return fileTail(filepath.Join(p.dir, "tinyproxy.log"), 4000)
 }
