@@ -278,7 +278,7 @@ func (c *cluster) configure(ctx context.Context, stepsRef string) {
 // nodes carry a NoSchedule taint: pods run on the real node only, and
 // mcosim's cordons never block the pipeline.
 func (c *cluster) applySample(ctx context.Context) {
-	for _, ns := range []string{"openshift-machine-api", "openshift-machine-config-operator", kmodNS} {
+	for _, ns := range []string{"openshift-machine-api", "openshift-machine-config-operator", "openshift-config", kmodNS} {
 		c.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	objs, err := examples.Objects(c.manifest)

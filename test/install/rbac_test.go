@@ -65,7 +65,7 @@ func TestRBACMatchesSteps(t *testing.T) {
 	e := env.Start(t, env.Options{Kube: true, Registry: true, Buildah: true})
 	ctx := context.Background()
 	admin := e.Kube.Client
-	for _, ns := range []string{bootimage.MCONamespace, bootimage.MachineAPINamespace} {
+	for _, ns := range []string{bootimage.MCONamespace, bootimage.MachineAPINamespace, registry.TrustedCANamespace} {
 		mustCreate(t, admin, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	if err := Apply(ctx, admin, Select(objs, rbacKinds...)); err != nil {
