@@ -74,6 +74,9 @@ type TaskResult struct {
 	Duration time.Duration
 	Results  map[string]string
 	Dir      string // <runDir>/<name>: step logs and tekton/results
+	// Failure is the failed step of the last attempt, when a step failed
+	// (not a timeout, a cancel or a bad spec).
+	Failure *StepFailure
 }
 
 // RunResult is a PipelineRun's outcome.

@@ -135,9 +135,25 @@ func TestRun(t *testing.T) {
 			"f": ok, "g": "Skipped/Results were missing",
 		},
 		results: map[string]map[string]string{"f": {"OUT": "a:Failed b:None c:Succeeded x:None all:Failed"}},
-		check: func(t *testing.T, res *RunResult, _ map[string]int64, _ string, _ map[string]string) {
+		check: func(t *testing.T, res *RunResult, _ map[string]int64, out string, _ map[string]string) {
 			if err := res.Err(); err == nil || !strings.Contains(err.Error(), "task a") || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "a/run.log") {
 				t.Errorf("Err() = %v, want task a, its exit status and log", err)
+			}
+			// Local mode's output names the task, the step, the exit code and
+			// the log's last lines, then its path, in that order.
+			log := filepath.Join(res.Dir, "a", "run.log")
+			want := []string{"a            Failed (Failed) after", "  task a (Task t-helper), step run (1 of 1): exit code 3",
+				"  last 2 lines of its log:", "    | helper a: args", "    | helper a: to stderr", "  log: " + log}
+			at := 0
+			for _, w := range want {
+				i := strings.Index(out[at:], w)
+				if i < 0 {
+					t.Fatalf("progress lacks %q after offset %d:\n%s", w, at, out)
+				}
+				at += i + len(w)
+			}
+			if f := res.Task("a").Failure; f == nil || f.ExitCode != 3 || f.Log != log {
+				t.Errorf("Task(a).Failure = %+v, want exit code 3 and log %s", f, log)
 			}
 		},
 	}, {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -356,13 +357,22 @@ func (r *run) execute(ctx context.Context, pt tektonv1.PipelineTask) TaskResult 
 			r.e.printf("%-12s %s in %s %s", pt.Name, st.Status, st.Duration.Round(time.Millisecond), summarize(results))
 			return st
 		}
-		st.Message = err.Error()
+		st.Message, st.Failure = err.Error(), nil
+		if f := (*StepFailure)(nil); errors.As(err, &f) {
+			st.Failure = f
+		}
 		if attempt >= tr.retries || ctx.Err() != nil {
 			break
 		}
 		r.e.printf("%-12s attempt %d of %d failed (%s): %s; retrying", pt.Name, attempt+1, tr.retries+1, reason, err)
 	}
 	st.Status, st.Duration = StateFailed, time.Since(st.Start)
-	r.e.printf("%-12s %s (%s) after %s: %s", pt.Name, st.Status, st.Reason, st.Duration.Round(time.Millisecond), st.Message)
+	if st.Failure == nil {
+		r.e.printf("%-12s %s (%s) after %s: %s", pt.Name, st.Status, st.Reason, st.Duration.Round(time.Millisecond), st.Message)
+		return st
+	}
+	var b strings.Builder
+	st.Failure.Describe(&b, pt.Name, task.Name)
+	r.e.printf("%-12s %s (%s) after %s:\n%s", pt.Name, st.Status, st.Reason, st.Duration.Round(time.Millisecond), strings.TrimRight(b.String(), "\n"))
 	return st
 }

@@ -97,7 +97,7 @@ func (e *Executor) attempt(ctx context.Context, tr *taskRun, retry int) (map[str
 			if ctx.Err() != nil {
 				return results, tektonv1.TaskRunReasonCancelled, fmt.Errorf("TaskRun %s cancelled in step %s: %w", tr.runName, s.Name, context.Cause(ctx))
 			}
-			return results, tektonv1.TaskRunReasonFailed, fmt.Errorf("step %s (%d of %d): %w; log %s", s.Name, i+1, len(steps), err, logPath(tr.dir, s.Name, retry))
+			return results, tektonv1.TaskRunReasonFailed, newStepFailure(s.Name, i, len(steps), logPath(tr.dir, s.Name, retry), err)
 		}
 	}
 	return results, tektonv1.TaskRunReasonSuccessful, nil

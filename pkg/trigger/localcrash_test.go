@@ -70,7 +70,7 @@ var standInResults = map[string]map[string]string{
 // stepsMain stands in for kiln-steps: it logs "<stage> <pid>" to
 // $KILN_TEST_TRACE, leaves a marker file in its task folder, writes the
 // stage's results and, in stage $KILN_TEST_HOLD, starts a sleeper and
-// sleeps until it is killed.
+// sleeps until it is killed; stage $KILN_TEST_FAIL exits 3 after two lines.
 func stepsMain(args []string) int {
 	stage, dir := args[0], os.Getenv("KILN_RESULTS_DIR")
 	for _, a := range args[1:] {
@@ -86,6 +86,11 @@ func stepsMain(args []string) int {
 	if err := os.WriteFile(fmt.Sprintf("marker-%d", os.Getpid()), nil, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if stage == os.Getenv("KILN_TEST_FAIL") {
+		fmt.Printf("%s: working\n", stage)
+		fmt.Fprintf(os.Stderr, "kiln-steps %s: registry unreachable\n", stage)
+		return 3
 	}
 	if stage == os.Getenv("KILN_TEST_HOLD") {
 		sleeper := exec.Command(os.Args[0])
