@@ -18,7 +18,7 @@ BENCH ?= .
 
 BIN := bin
 
-.PHONY: all build tools generate catalog bundles lint test e2e bench bench-image run clean help
+.PHONY: all build tools generate catalog bundles release lint test e2e bench bench-image run clean help
 
 all: build
 
@@ -45,11 +45,22 @@ BUNDLES ?=
 bundles: ## push Tekton bundles to $(BUNDLE_REGISTRY)/kiln-<kind>-<name>:<version>
 	go run $(GOFLAGS_BUILD) ./hack/catalog bundles -root . -registry '$(BUNDLE_REGISTRY)' $(BUNDLES)
 
-lint: ## gofmt + go vet + go.mod tidy
+# The kiln-steps release image, built reproducibly into an OCI layout (not
+# pushed: pushing it, e.g. `crane push _out/release/kiln-steps ...`, needs the
+# publisher's credentials and is not done here); its digest becomes the steps
+# image default of every Task and Pipeline, and catalog/ is regenerated.
+RELEASE_TAG ?= v0.1.0
+release: ## build kiln-steps $(RELEASE_TAG) into _out/release/kiln-steps (OCI layout) and pin its digest in tasks/, pipelines/, catalog/
+	bash hack/stepsbase.sh
+	go run $(GOFLAGS_BUILD) ./hack/catalog release -root . -tag '$(RELEASE_TAG)' -oci _out/release/kiln-steps
+	$(MAKE) catalog
+
+lint: ## gofmt + go vet + go.mod tidy + the catalog's checks (catlint, yamllint, shellcheck)
 	@out="$$(gofmt -l $$(git ls-files '*.go'; git ls-files --others --exclude-standard '*.go'))"; \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet -tags=$(GOTAGS),pins ./...
 	@go mod tidy -diff >/dev/null || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	go test $(GOFLAGS_BUILD) -count=1 ./hack/catalog/catlint/ # catlin's checks, yamllint, shellcheck
 
 test: tools ## run all tests, integration tests included (real apiserver, registry, buildah)
 	go test $(GOFLAGS_BUILD) $(TEST_FLAGS) ./...

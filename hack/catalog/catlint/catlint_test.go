@@ -171,3 +171,60 @@ func TestLintScript(t *testing.T) {
 		}
 	}
 }
+
+// TestStepsImagePinned: every Task and Pipeline, in catalog/ and in tasks/
+// and pipelines/, defaults the steps image to one release image pinned by
+// digest (make release), tagged with the resources' version.
+func TestStepsImagePinned(t *testing.T) {
+	rs := loadCatalog(t, filepath.Join(repoRoot, "catalog"))
+	for _, d := range []string{"tasks", "pipelines"} {
+		files, _ := filepath.Glob(filepath.Join(repoRoot, d, "*.yaml"))
+		for _, f := range files {
+			if filepath.Base(f) == "kustomization.yaml" {
+				continue
+			}
+			r, err := DecodeResource(context.Background(), f, d+"/"+filepath.Base(f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+	}
+	for _, err := range CheckPinned(rs) {
+		t.Error(err)
+	}
+}
+
+// TestCheckPinnedRejects: each way a default can be wrong.
+func TestCheckPinnedRejects(t *testing.T) {
+	const d = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	rs := loadCatalog(t, filepath.Join("testdata", "catalog"))
+	var r *Resource
+	for _, x := range rs {
+		if x.Meta().Name == "script-ok" {
+			r = x
+		}
+	}
+	set := func(ref string) *Resource {
+		cp := &Resource{Rel: r.Rel, Task: r.Task.DeepCopy()}
+		cp.Task.Spec.Params[0].Default.StringVal = ref
+		return cp
+	}
+	for _, c := range []struct {
+		rs   []*Resource
+		want string
+	}{
+		{[]*Resource{set(StepsRepository + ":v0.1.0")}, "is not " + StepsRepository},
+		{[]*Resource{set(StepsRepository + ":v0.2.0" + d)}, `tag v0.2.* but app.kubernetes.io/version is "0.1"`},
+		{[]*Resource{set("ghcr.io/other/steps:v0.1.0" + d)}, "is not " + StepsRepository},
+		{[]*Resource{set(StepsRepository + ":v0.1.0" + d), set(StepsRepository + ":v0.1.1" + d)}, "differs from"},
+	} {
+		errs := CheckPinned(c.rs)
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), c.want) {
+			t.Errorf("CheckPinned: %v, want one error with %q", errs, c.want)
+		}
+	}
+	if errs := CheckPinned([]*Resource{set(StepsRepository + ":v0.1.3" + d)}); len(errs) > 0 {
+		t.Errorf("a pinned default: %v", errs)
+	}
+}
