@@ -38,6 +38,9 @@ func Files(ctx context.Context, rs []*Resource) (map[string][]byte, error) {
 			return nil, err
 		}
 		files[r.File()] = r.Raw
+		for n, b := range r.Tests {
+			files[path.Join(r.Dir(), "tests", n)] = b
+		}
 		files[path.Join(r.Dir(), r.SampleFile())] = sample
 		files[path.Join(r.Dir(), "README.md")] = []byte(Readme(r, sample, tasks))
 	}
