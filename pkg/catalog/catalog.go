@@ -42,7 +42,7 @@ type Resource struct {
 	// Raw is the source file. The catalog publishes it byte for byte (comments
 	// and layout included), so `kubectl apply` of the catalog file and of
 	// tasks/ install the same object.
-	Raw  []byte
+	Raw []byte
 	// Tests is the resource's tests/ folder as tektoncd/catalog's CI runs
 	// it (run.yaml, hooks), by file name, from <tasks|pipelines>/tests/<base>/
 	// beside the source; nil when there is none.
