@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -74,7 +75,7 @@ func release(ctx context.Context, root, tag, ociDir, base string) error {
 	return nil
 }
 
-// buildSteps builds cmd/steps for linux/amd64 as the release ships it.
+// buildSteps builds cmd/steps for the release platform.
 func buildSteps(ctx context.Context, root string) (string, error) {
 	dir, err := os.MkdirTemp("", "kiln-release-")
 	if err != nil {
@@ -85,7 +86,8 @@ func buildSteps(ctx context.Context, root string) (string, error) {
 		"-tags", "containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper",
 		"-o", bin, "./cmd/steps")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	goos, goarch, _ := strings.Cut(catlint.ReleasePlatforms[0], "/")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("building kiln-steps: %w\n%s", err, out)
@@ -141,7 +143,8 @@ func stepsImage(base, bin string) (v1.Image, error) {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
+	goos, goarch, _ := strings.Cut(catlint.ReleasePlatforms[0], "/")
+	cf.OS, cf.Architecture = goos, goarch
 	cf.Config.Entrypoint = []string{"/ko-app/kiln-steps"}
 	cf.Config.Env = []string{
 		"PATH=/ko-app:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",

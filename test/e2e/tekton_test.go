@@ -33,7 +33,9 @@ var wavePools = []string{"worker", "master", "infra"}
 // MachineSets. Then one MachineConfig edit makes exactly one run, and a
 // payload change makes a run for every pool, in wave order. Tekton Chains
 // signs and attests every image. Last, a Git push through Tekton Triggers
-// makes one GitOps run (testGitOpsPush).
+// makes one GitOps run (testGitOpsPush). Then, on the same cluster, each
+// catalog resource's tests/ folder runs as tektoncd/catalog's CI runs it
+// (testCatalog).
 func TestRealTekton(t *testing.T) {
 	c := startCluster(t)
 	ctx := t.Context()
@@ -68,6 +70,9 @@ func TestRealTekton(t *testing.T) {
 	// 4. A Git push to the GitOps repository, through Tekton Triggers.
 	c.testGitOpsPush(ctx)
 	c.printRuns(ctx)
+
+	// 5. The catalog's tests/ folders, one subtest per resource.
+	c.testCatalog(ctx)
 }
 
 // waitWaves waits, pool by pool in the given order, for one run not in

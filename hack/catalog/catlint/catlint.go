@@ -30,7 +30,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 )
 
@@ -95,11 +97,20 @@ func (r *Resource) Kind() string {
 // Ref names the resource in problems: "task/kiln-render (task/kiln-render/0.1/kiln-render.yaml)".
 func (r *Resource) Ref() string { return r.Kind() + "/" + r.Meta().Name + " (" + r.Rel + ")" }
 
-// Decoder is Tekton's scheme with strict decoding: an unknown or duplicate
-// field is an error, as with the apiserver's strict field validation.
+// Decoder is Tekton's scheme, with Kubernetes' built-in kinds for the
+// Secrets and claims a tests/resources.yaml may hold, and strict decoding:
+// an unknown or duplicate field is an error, as with the apiserver's
+// strict field validation.
 func Decoder() runtime.Decoder {
-	return serializer.NewCodecFactory(tektonscheme.Scheme, serializer.EnableStrict).UniversalDeserializer()
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 }
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(tektonscheme.AddToScheme(s))
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	return s
+}()
 
 // DecodeResource decodes one Task or Pipeline file, applies Tekton's
 // defaults and runs Tekton's validation.

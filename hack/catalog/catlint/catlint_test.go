@@ -218,6 +218,11 @@ func TestCheckPinnedRejects(t *testing.T) {
 		{[]*Resource{set(StepsRepository + ":v0.2.0" + d)}, `tag v0.2.* but app.kubernetes.io/version is "0.1"`},
 		{[]*Resource{set("ghcr.io/other/steps:v0.1.0" + d)}, "is not " + StepsRepository},
 		{[]*Resource{set(StepsRepository + ":v0.1.0" + d), set(StepsRepository + ":v0.1.1" + d)}, "differs from"},
+		{[]*Resource{func() *Resource {
+			r := set(StepsRepository + ":v0.1.0" + d)
+			r.Task.Annotations[AnnotationPlatforms] = "linux/amd64,linux/s390x"
+			return r
+		}()}, "lists linux/s390x, but the release image is built for linux/amd64 only"},
 	} {
 		errs := CheckPinned(c.rs)
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), c.want) {

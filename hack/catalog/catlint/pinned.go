@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -14,6 +15,10 @@ const StepsImageParam = "kiln-image"
 
 // StepsRepository is where kiln's release publishes kiln-steps.
 const StepsRepository = "ghcr.io/kiln-dev/kiln-steps"
+
+// ReleasePlatforms are the platforms make release builds the steps image
+// for; a resource claims no other (tekton.dev/platforms).
+var ReleasePlatforms = []string{"linux/amd64"}
 
 // PinnedStepsRE is the only accepted steps image default: the release's
 // tag, v<major>.<minor>.<patch>, and its digest (make release).
@@ -60,6 +65,11 @@ func CheckPinned(rs []*Resource) []error {
 			continue
 		case m[1] != r.Meta().Labels[LabelVersion]:
 			errs = append(errs, fmt.Errorf("%s: params[%s] default %q: tag v%s.* but %s is %q", r.Ref(), StepsImageParam, ref, m[1], LabelVersion, r.Meta().Labels[LabelVersion]))
+		}
+		for _, p := range split(r.Meta().Annotations[AnnotationPlatforms], ", ") {
+			if !slices.Contains(ReleasePlatforms, p) {
+				errs = append(errs, fmt.Errorf("%s: %s lists %s, but the release image is built for %s only", r.Ref(), AnnotationPlatforms, p, strings.Join(ReleasePlatforms, ", ")))
+			}
 		}
 		if first == "" {
 			first, firstBy = ref, r.Ref()

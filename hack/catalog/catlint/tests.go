@@ -35,8 +35,15 @@ var placeholderRE = regexp.MustCompile(`@([A-Z0-9_]+)@`)
 // TestFile is one tests/*.yaml after its hook ran, decoded with Tekton's
 // scheme.
 type TestFile struct {
-	Name    string
-	Objects []runtime.Object
+	Name string
+	Docs []Doc
+}
+
+// Doc is one document of a tests/ file after the hook: Raw as the CI
+// creates it, Object as Tekton defaulted and validated it.
+type Doc struct {
+	Raw    []byte
+	Object runtime.Object
 }
 
 // PrepareTests does what the catalog's CI does to a tests/ folder before it
@@ -76,11 +83,11 @@ func PrepareTests(ctx context.Context, testsDir string, env []string) ([]TestFil
 		if m := placeholderRE.FindSubmatch(b); m != nil {
 			return nil, fmt.Errorf("%s: @%s@ is left after %s", f, m[1], RunHook)
 		}
-		objs, err := DecodeTestFile(ctx, b)
+		docs, err := DecodeTestFile(ctx, b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		out = append(out, TestFile{Name: filepath.Base(f), Objects: objs})
+		out = append(out, TestFile{Name: filepath.Base(f), Docs: docs})
 	}
 	return out, nil
 }
@@ -101,9 +108,9 @@ func SourceHook(hook, file string, env []string) error {
 
 // DecodeTestFile decodes every document of a tests/ file with Tekton's
 // scheme (strict); Tekton objects get Tekton's defaults and validation.
-func DecodeTestFile(ctx context.Context, data []byte) ([]runtime.Object, error) {
+func DecodeTestFile(ctx context.Context, data []byte) ([]Doc, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	var out []runtime.Object
+	var out []Doc
 	for doc := 1; ; doc++ {
 		raw, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -119,6 +126,7 @@ func DecodeTestFile(ctx context.Context, data []byte) ([]runtime.Object, error) 
 		if err != nil {
 			return nil, fmt.Errorf("document %d: decoding with Tekton's scheme: %w", doc, err)
 		}
+		out = append(out, Doc{Raw: raw})
 		if v, ok := obj.(interface {
 			SetDefaults(context.Context)
 		}); ok {
@@ -127,7 +135,7 @@ func DecodeTestFile(ctx context.Context, data []byte) ([]runtime.Object, error) 
 		if err := validate(ctx, obj); err != nil {
 			return nil, fmt.Errorf("document %d: Tekton's validation: %w", doc, err)
 		}
-		out = append(out, obj)
+		out[len(out)-1].Object = obj
 	}
 	return out, nil
 }

@@ -75,11 +75,11 @@ func TestCatalogTestsFolders(t *testing.T) {
 			}
 			var runs int
 			for _, f := range files {
-				for _, obj := range f.Objects {
-					if References(obj, r) {
+				for _, d := range f.Docs {
+					if References(d.Object, r) {
 						runs++
 					}
-					if err := checkRun(obj, tasks, pipelines); err != nil {
+					if err := checkRun(d.Object, tasks, pipelines); err != nil {
 						t.Errorf("tests/%s: %v", f.Name, err)
 					}
 				}
