@@ -230,6 +230,9 @@ func (c *cluster) assertTaskRuns(ctx context.Context, r *pipelinev1.PipelineRun,
 			c.t.Errorf("TaskRun %s: %s", tr.Name, tr.Status.GetCondition("Succeeded").GetMessage())
 		}
 		c.assertPodSucceeded(ctx, tr)
+		// kiln-config's kiln-image param overrides the Tasks' pinned
+		// default: the release image is never pulled here.
+		c.assertStepsImage(ctx, tr)
 		got = append(got, ref.PipelineTaskName)
 	}
 	slices.Sort(got)
