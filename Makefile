@@ -55,7 +55,9 @@ release: ## build kiln-steps $(RELEASE_TAG) into _out/release/kiln-steps (OCI la
 	go run $(GOFLAGS_BUILD) ./hack/catalog release -root . -tag '$(RELEASE_TAG)' -oci _out/release/kiln-steps
 	$(MAKE) catalog
 
-lint: ## gofmt + go vet + go.mod tidy + the catalog's checks (catlint, yamllint, shellcheck)
+# The catalog's checks need Debian's yamllint and shellcheck and a
+# kube-apiserver (make tools); make test runs them too.
+lint: tools ## gofmt + go vet + go.mod tidy + the catalog's checks (catlint, yamllint, shellcheck)
 	@out="$$(gofmt -l $$(git ls-files '*.go'; git ls-files --others --exclude-standard '*.go'))"; \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	go vet -tags=$(GOTAGS),pins ./...
