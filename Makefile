@@ -69,9 +69,10 @@ test: tools ## run all tests, integration tests included (real apiserver, regist
 
 # The real-Tekton scenario alone (make test runs it too): a kubelet, containerd,
 # kube-scheduler, kube-controller-manager and the Tekton controller on this
-# machine; kiln installed from config/; the pipelines run in pods.
+# machine; kiln installed from config/; the pipelines run in pods; then every
+# catalog tests/ folder (TestRealTekton/catalog/...).
 e2e: tools ## run the real-Tekton end-to-end scenario (test/e2e), with its PipelineRun table
-	go test $(GOFLAGS_BUILD) -timeout 60m -count=1 -v -run '^TestRealTekton$$' ./test/e2e/
+	go test $(GOFLAGS_BUILD) -timeout 90m -count=1 -v -run '^TestRealTekton$$' ./test/e2e/
 
 bench: tools ## run benchmarks; each prints its ratio against the reference measured in the same run
 	go test $(GOFLAGS_BUILD) -run '^$$' -bench '$(BENCH)' -benchmem ./...
