@@ -23,6 +23,8 @@ PACKAGES=(
   containernetworking-plugins # its pod network (bridge + host-local)
   iptables            # the kubelet expects it on PATH
   iproute2            # ip: the node's bridge cleanup, the e2e registry's private address
+  yamllint            # the catalog's YAML rules (.yamllint, from tektoncd/catalog) and yamllint's defaults
+  shellcheck          # step scripts and tests/ hooks in the catalog, as catlin lints them
   gcc
   make
 )

@@ -1,8 +1,11 @@
 // Command catalog writes catalog/ from tasks/ and pipelines/ (make catalog)
 // and pushes the Tekton bundles (make bundles). The work is in pkg/catalog.
+// release (make release) builds the kiln-steps image into an OCI layout,
+// without pushing it, and pins its digest in tasks/ and pipelines/.
 //
 //	go run ./hack/catalog generate [-root .] [-out catalog]
 //	go run ./hack/catalog bundles -registry host/path [-root .] [names…]
+//	go run ./hack/catalog release -tag v0.1.0 -oci _out/release/kiln-steps [-root .] [-base stepsbase.tar.gz]
 package main
 
 import (
@@ -24,18 +27,27 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
-	if len(args) == 0 || (args[0] != "generate" && args[0] != "bundles") {
+	if len(args) == 0 || (args[0] != "generate" && args[0] != "bundles" && args[0] != "release") {
 		if len(args) > 0 {
-			return fmt.Errorf("unknown command %q: usage: catalog generate|bundles [flags]", args[0])
+			return fmt.Errorf("unknown command %q: usage: catalog generate|bundles|release [flags]", args[0])
 		}
-		return fmt.Errorf("usage: catalog generate|bundles [flags]")
+		return fmt.Errorf("usage: catalog generate|bundles|release [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	root := fs.String("root", ".", "repository root holding tasks/ and pipelines/")
 	out := fs.String("out", "", "catalog directory (default <root>/catalog)")
 	repo := fs.String("registry", "", "bundles: registry and path, e.g. ghcr.io/kiln-dev/catalog")
+	tag := fs.String("tag", "", "release: the steps image tag, v<major>.<minor>.<patch>")
+	oci := fs.String("oci", "", "release: OCI layout directory the image is written to")
+	base := fs.String("base", "", "release: steps base tarball (default: hack/stepsbase.sh's, in the kiln cache)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if args[0] == "release" {
+		if *tag == "" || *oci == "" {
+			return fmt.Errorf("release: -tag and -oci are required")
+		}
+		return release(ctx, *root, *tag, *oci, *base)
 	}
 	rs, err := catalog.Load(ctx, *root)
 	if err != nil {

@@ -42,8 +42,12 @@ type Resource struct {
 	// Raw is the source file. The catalog publishes it byte for byte (comments
 	// and layout included), so `kubectl apply` of the catalog file and of
 	// tasks/ install the same object.
-	Raw  []byte
-	Meta Metadata
+	Raw []byte
+	// Tests is the resource's tests/ folder as tektoncd/catalog's CI runs
+	// it (run.yaml, hooks), by file name, from <tasks|pipelines>/tests/<base>/
+	// beside the source; nil when there is none.
+	Tests map[string][]byte
+	Meta  Metadata
 	// Exactly one is set, as Tekton's defaulting left it.
 	Task     *tektonv1.Task
 	Pipeline *tektonv1.Pipeline
@@ -117,6 +121,9 @@ func loadOne(ctx context.Context, root, file string, kind Kind) (*Resource, erro
 	if r.Raw, err = os.ReadFile(file); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", r.Source, err)
 	}
+	if r.Tests, err = readTests(file); err != nil {
+		return nil, err
+	}
 	var labels, annotations map[string]string
 	var description string
 	switch kind {
@@ -146,6 +153,36 @@ func loadOne(ctx context.Context, root, file string, kind Kind) (*Resource, erro
 		return nil, fmt.Errorf("%s: %s %s: %s", r.Source, kind.Title(), r.Name, strings.Join(problems, "; "))
 	}
 	return r, nil
+}
+
+// TestsDir is where the tests/ folder of the source file lives:
+// tasks/render.yaml has tasks/tests/render/.
+func TestsDir(source string) string {
+	return filepath.Join(filepath.Dir(source), "tests", strings.TrimSuffix(filepath.Base(source), filepath.Ext(source)))
+}
+
+// readTests reads the regular files of the source's tests folder.
+func readTests(source string) (map[string][]byte, error) {
+	dir := TestsDir(source)
+	entries, err := os.ReadDir(dir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", dir, err)
+	}
+	out := map[string][]byte{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			return nil, fmt.Errorf("reading %s: %s is not a regular file (tests/ is flat, as tektoncd/catalog's)", dir, e.Name())
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", dir, err)
+		}
+		out[e.Name()] = b
+	}
+	return out, nil
 }
 
 // checkSet checks what only the whole set shows: names are unique within a

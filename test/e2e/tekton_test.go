@@ -33,7 +33,9 @@ var wavePools = []string{"worker", "master", "infra"}
 // MachineSets. Then one MachineConfig edit makes exactly one run, and a
 // payload change makes a run for every pool, in wave order. Tekton Chains
 // signs and attests every image. Last, a Git push through Tekton Triggers
-// makes one GitOps run (testGitOpsPush).
+// makes one GitOps run (testGitOpsPush). Then, on the same cluster, each
+// catalog resource's tests/ folder runs as tektoncd/catalog's CI runs it
+// (testCatalog).
 func TestRealTekton(t *testing.T) {
 	c := startCluster(t)
 	ctx := t.Context()
@@ -68,6 +70,9 @@ func TestRealTekton(t *testing.T) {
 	// 4. A Git push to the GitOps repository, through Tekton Triggers.
 	c.testGitOpsPush(ctx)
 	c.printRuns(ctx)
+
+	// 5. The catalog's tests/ folders, one subtest per resource.
+	c.testCatalog(ctx)
 }
 
 // waitWaves waits, pool by pool in the given order, for one run not in
@@ -225,6 +230,9 @@ func (c *cluster) assertTaskRuns(ctx context.Context, r *pipelinev1.PipelineRun,
 			c.t.Errorf("TaskRun %s: %s", tr.Name, tr.Status.GetCondition("Succeeded").GetMessage())
 		}
 		c.assertPodSucceeded(ctx, tr)
+		// kiln-config's kiln-image param overrides the Tasks' pinned
+		// default: the release image is never pulled here.
+		c.assertStepsImage(ctx, tr)
 		got = append(got, ref.PipelineTaskName)
 	}
 	slices.Sort(got)
