@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/cmd/cli"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
@@ -44,9 +45,8 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 	work := t.TempDir()
 	results := filepath.Join(work, "results")
 	var out, errb bytes.Buffer
-	cmds := []step.Command{{Name: step.StageRender, New: render.NewStep}}
 	args := []string{step.StageRender, "--pool=infra", "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results}
-	if code := step.Main(ctx, "kiln-steps", cmds, args, step.Streams{Out: &out, Err: &errb}); code != step.ExitOK {
+	if code := cli.Execute(ctx, cli.NewSteps(), args, &out, &errb); code != step.ExitOK {
 		t.Fatalf("render: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	ws := step.Workspace{Root: work}
