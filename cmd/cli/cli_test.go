@@ -245,3 +245,52 @@ func TestREADMECommandLine(t *testing.T) {
 		t.Error("README lacks the exit-code table")
 	}
 }
+
+// An input object that fails strict decoding exits with "input rejected",
+// naming the file and the field.
+func TestInputRejectedExitCode(t *testing.T) {
+	src := t.TempDir()
+	pool := "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  name: worker\nspec:\n  bogusField: 1\n"
+	if err := os.WriteFile(filepath.Join(src, "pool.yaml"), []byte(pool), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := execute(newSteps(noEnv), "render", "--pool", "worker", "--source", "dir:"+src, "--work", t.TempDir(), "--results-dir", t.TempDir())
+	if r.code != step.ExitInputRejected || !strings.Contains(r.err, "pool.yaml") || !strings.Contains(r.err, "bogusField") {
+		t.Errorf("exit %d, stderr %q; want %d naming pool.yaml and bogusField", r.code, r.err, step.ExitInputRejected)
+	}
+}
+
+// Malformed flags are reported, all of them, before the cluster or a
+// registry is asked: the kubeconfig named here does not exist, so an
+// error about it would mean a connection was tried first.
+func TestFlagsCheckedBeforeCluster(t *testing.T) {
+	none := filepath.Join(t.TempDir(), "no-kubeconfig")
+	common := []string{"--work", t.TempDir(), "--results-dir", t.TempDir(), "--kubeconfig", none}
+	digest := "registry.example/os@sha256:" + strings.Repeat("a", 64)
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"bootimages", "--vsphere-templates", "only-a-name", "--skew-limit-ocp", "x", "--default-opt-in", "maybe"},
+			[]string{"--vsphere-templates", "--skew-limit-ocp", "--default-opt-in"}},
+		{[]string{"rollout", "--pool", "worker", "--image", digest, "--canary", "-1", "--max-unavailable", "many", "--timeout", "0s"},
+			[]string{"--canary", "--max-unavailable", "--timeout"}},
+		{[]string{"kmod-sign", "--pool", "worker", "--hash", "md5", "--keyless"}, []string{"--hash", "--keyless"}},
+		{[]string{"render", "--pool", "worker", "--fetch-attempts", "0"}, []string{"--fetch-attempts"}},
+	}
+	for _, c := range cases {
+		r := execute(newSteps(noEnv), append(c.args, common...)...)
+		if r.code != step.ExitUsage || strings.Contains(r.err, none) {
+			t.Errorf("%s: exit %d %q, want a usage error before the cluster", c.args[0], r.code, r.err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(r.err, w) {
+				t.Errorf("%s: %q does not name %s", c.args[0], r.err, w)
+			}
+		}
+	}
+	r := execute(newTrigger(noEnv), "--kubeconfig", none, "--settle", "10s", "--max-settle", "1s")
+	if r.code != step.ExitUsage || !strings.Contains(r.err, "--max-settle") {
+		t.Errorf("trigger: exit %d %q", r.code, r.err)
+	}
+}
