@@ -77,7 +77,8 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 	}
 	t.Logf("kmod-build of the sample took %s", time.Since(start).Round(time.Millisecond))
 	certFile, keyFile := env.ModuleSigningPair(t, "kiln examples signer")
-	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, CertFile: certFile, KeyFile: keyFile, Hash: "sha256",
+	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
+		CertFile: certFile, KeyFile: keyFile, Hash: "sha256",
 		Identity: identity, Attest: attest}
 	if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())

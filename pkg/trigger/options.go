@@ -70,18 +70,19 @@ func (o *Options) Validate() error {
 		if o.Namespace == "" {
 			errs = append(errs, errors.New("--namespace is required"))
 		}
+		// Settling coalesces watch events; local mode has none.
+		if o.Settle <= 0 {
+			errs = append(errs, fmt.Errorf("--settle %s: want a positive duration", o.Settle))
+		}
+		if o.MaxSettle < o.Settle {
+			errs = append(errs, fmt.Errorf("--max-settle %s: want at least --settle (%s)", o.MaxSettle, o.Settle))
+		}
 	case strings.HasPrefix(o.Source, "dir:") && len(o.Source) > len("dir:"):
 		if o.Output == "" {
 			errs = append(errs, errors.New("--output is required with --source dir:PATH"))
 		}
 	default:
 		errs = append(errs, fmt.Errorf(`--source %q: want "cluster" or "dir:PATH"`, o.Source))
-	}
-	if o.Settle <= 0 {
-		errs = append(errs, fmt.Errorf("--settle %s: want a positive duration", o.Settle))
-	}
-	if o.MaxSettle < o.Settle {
-		errs = append(errs, fmt.Errorf("--max-settle %s: want at least --settle (%s)", o.MaxSettle, o.Settle))
 	}
 	return step.ValidationErrors(errs...)
 }
