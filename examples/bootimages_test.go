@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-dev/kiln/cmd/cli"
+
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -47,10 +49,9 @@ func TestBootImagesLocalMode(t *testing.T) {
 	work := t.TempDir()
 	results := filepath.Join(work, "results")
 	var out, errb bytes.Buffer
-	cmds := []step.Command{{Name: step.StageBootImages, New: func() step.Runner { return &bootimage.Options{} }}}
 	args := []string{step.StageBootImages, "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results,
 		"--stable-timeout=2s", "--default-arch=x86_64"}
-	if code := step.Main(context.Background(), "kiln-steps", cmds, args, step.Streams{Out: &out, Err: &errb}); code != step.ExitOK {
+	if code := cli.Execute(context.Background(), cli.NewSteps(), args, &out, &errb); code != step.ExitOK {
 		t.Fatalf("bootimages: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-dev/kiln/cmd/cli"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -23,9 +24,8 @@ import (
 func renderInto(t *testing.T, work, pool string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	cmds := []step.Command{{Name: step.StageRender, New: render.NewStep}}
 	args := []string{step.StageRender, "--pool=" + pool, "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + filepath.Join(work, "results")}
-	if code := step.Main(context.Background(), "kiln-steps", cmds, args, step.Streams{Out: &out, Err: &errb}); code != step.ExitOK {
+	if code := cli.Execute(context.Background(), cli.NewSteps(), args, &out, &errb); code != step.ExitOK {
 		t.Fatalf("render %s: exit %d\n%s%s", pool, code, out.String(), errb.String())
 	}
 }

@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/cmd/cli"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
@@ -44,9 +45,8 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 	work := t.TempDir()
 	results := filepath.Join(work, "results")
 	var out, errb bytes.Buffer
-	cmds := []step.Command{{Name: step.StageRender, New: render.NewStep}}
 	args := []string{step.StageRender, "--pool=infra", "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results}
-	if code := step.Main(ctx, "kiln-steps", cmds, args, step.Streams{Out: &out, Err: &errb}); code != step.ExitOK {
+	if code := cli.Execute(ctx, cli.NewSteps(), args, &out, &errb); code != step.ExitOK {
 		t.Fatalf("render: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	ws := step.Workspace{Root: work}
@@ -77,7 +77,8 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 	}
 	t.Logf("kmod-build of the sample took %s", time.Since(start).Round(time.Millisecond))
 	certFile, keyFile := env.ModuleSigningPair(t, "kiln examples signer")
-	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, CertFile: certFile, KeyFile: keyFile, Hash: "sha256",
+	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
+		CertFile: certFile, KeyFile: keyFile, Hash: "sha256",
 		Identity: identity, Attest: attest}
 	if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())

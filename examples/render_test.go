@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/kiln-dev/kiln/cmd/cli"
+
 	ign "github.com/coreos/ignition/v2/config/v3_5"
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -29,9 +31,8 @@ func renderPool(t *testing.T, pool string) (*mcfgv1.MachineConfig, igntypes.Conf
 	work := t.TempDir()
 	results := filepath.Join(work, "results")
 	var out, errb bytes.Buffer
-	cmds := []step.Command{{Name: step.StageRender, New: render.NewStep}}
 	args := []string{step.StageRender, "--pool=" + pool, "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results}
-	if code := step.Main(context.Background(), "kiln-steps", cmds, args, step.Streams{Out: &out, Err: &errb}); code != step.ExitOK {
+	if code := cli.Execute(context.Background(), cli.NewSteps(), args, &out, &errb); code != step.ExitOK {
 		t.Fatalf("render %s: exit %d\n%s%s", pool, code, out.String(), errb.String())
 	}
 	b, err := os.ReadFile(filepath.Join(work, "render", "rendered.json"))

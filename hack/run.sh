@@ -41,5 +41,5 @@ dtk="$(ls "${KILN_CACHE:-$HOME/.cache/kiln}"/images/dtk-*.tar.gz 2>/dev/null | h
 [ -n "$dtk" ] || { echo "make run: no driver-toolkit stand-in under ~/.cache/kiln/images: run make tools" >&2; exit 1; }
 echo "== pushing the sample's images to $addr"
 go run -tags="$GOTAGS" -trimpath ./hack/examplebase --dtk "$dtk"
-echo "== trigger --source dir:examples/cluster --once --out $out"
-bin/trigger --source dir:examples/cluster --once --out "$out" --registry "$addr" --steps "$PWD/bin/kiln-steps" --root .
+echo "== trigger --source dir:examples/cluster --once --output $out"
+bin/trigger --source dir:examples/cluster --once --output "$out" --registry "$addr" --steps "$PWD/bin/kiln-steps" --root .

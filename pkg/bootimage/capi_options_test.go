@@ -44,7 +44,10 @@ func TestStepLocalModeCAPI(t *testing.T) {
 	msB := v1beta1Ref(capiObject("MachineSet", "worker-b", "", "", nil), current.GetName())
 	writeManifests(t, src, inf, cm, cv, mc, stale.Object, current.Object, msA.Object, msB.Object)
 
-	out, err := runStep(t, "--source=dir:"+src, "--work="+work, "--results-dir="+filepath.Join(work, "results"), "--stable-timeout=1s", "--capi-mode=All", "--default-arch=x86_64")
+	out, err := runStep(t, func(o *Options) {
+		local(src, work)(o)
+		o.CAPIMode, o.DefaultArch = string(CAPIAll), "x86_64"
+	})
 	if err != nil {
 		t.Fatalf("step: %v\n%s", err, out)
 	}
@@ -100,16 +103,18 @@ func readU(t *testing.T, path string) *unstructured.Unstructured {
 }
 
 func TestCAPIFlags(t *testing.T) {
-	for _, args := range [][]string{
-		{"--capi-mode=Partial"},
-		{"--capi-mode=Some"},
-		{"--capi-mode=All", "--capi-selector=a=b"},
-		{"--capi-mode=Partial", "--capi-selector=a in ("},
+	for _, c := range []struct{ mode, selector string }{
+		{"Partial", ""},
+		{"Some", ""},
+		{"All", "a=b"},
+		{"Partial", "a in ("},
 	} {
-		_, err := runStep(t, append([]string{"--work=" + t.TempDir(), "--source=dir:" + t.TempDir()}, args...)...)
+		_, err := runStep(t, func(o *Options) {
+			o.Work, o.Source, o.CAPIMode, o.CAPISelector = t.TempDir(), "dir:"+t.TempDir(), c.mode, c.selector
+		})
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != step.ExitUsage || !strings.Contains(ee.msg, "--capi-") {
-			t.Errorf("%v: %v, want a usage error naming the flag", args, err)
+			t.Errorf("%+v: %v, want a usage error naming the flag", c, err)
 		}
 	}
 }

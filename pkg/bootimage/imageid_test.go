@@ -176,7 +176,7 @@ func TestStepLocalModeRefusesGarbageAMI(t *testing.T) {
 	objs[1].(*corev1.ConfigMap).Data[StreamKey] = bad.Data[StreamKey]
 	writeManifests(t, src, objs...)
 
-	out, err := runStep(t, "--source=dir:"+src, "--work="+work, "--results-dir="+filepath.Join(work, "results"), "--stable-timeout=1s")
+	out, err := runStep(t, local(src, work))
 	if err == nil {
 		t.Fatalf("step succeeded with a garbage AMI:\n%s", out)
 	}
@@ -196,7 +196,7 @@ func TestStepLocalModeRefusesGarbageAMI(t *testing.T) {
 func TestStepLocalModeReadsSecretStringData(t *testing.T) {
 	src, work := t.TempDir(), t.TempDir()
 	writeManifests(t, src, localFleet(t, nil, map[string]string{UserDataKey: stubV35})...)
-	out, err := runStep(t, "--source=dir:"+src, "--work="+work, "--results-dir="+filepath.Join(work, "results"), "--stable-timeout=1s")
+	out, err := runStep(t, local(src, work))
 	if err != nil {
 		t.Fatalf("step: %v\n%s", err, out)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/coreos/stream-metadata-go/arch"
 	"github.com/go-logr/logr/funcr"
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/version"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -52,37 +51,65 @@ type Options struct {
 	CAPIMode, CAPISelector, CAPINamespace string
 }
 
-// AddFlags implements step.Runner.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	o.Options.AddFlags(fs)
-	o.KubeOptions.AddFlags(fs)
-	fs.StringVar(&o.Namespace, "namespace", MachineAPINamespace, "namespace of the Machine API MachineSets")
-	fs.DurationVar(&o.StableTimeout, "stable-timeout", 10*time.Minute, "how long to wait for a stable cluster (ClusterVersion history[0] Completed, as MCO)")
-	fs.StringVar(&o.DefaultArch, "default-arch", arch.CurrentRpmArch(), "stream architecture of MachineSets without the autoscaler arch annotation")
-	fs.StringVar(&o.DefaultOptIn, "default-opt-in", "platform", `opt-in when the admin has none: "platform" (the platform's default), "true" or "false"`)
-	fs.StringVar(&o.VSphereTemplates, "vsphere-templates", "", "ConfigMap namespace/name mapping stream releases to vSphere template names")
-	fs.StringVar(&o.SkewLimits.OCP, "skew-limit-ocp", DefaultSkewLimits.OCP, "oldest OCP version boot images may come from (skew enforcement)")
-	fs.StringVar(&o.SkewLimits.RHCOS, "skew-limit-rhcos", DefaultSkewLimits.RHCOS, "oldest RHEL major.minor of RHCOS boot images (skew enforcement)")
-	fs.BoolVar(&o.NoHistory, "no-history", false, "do not record BootImageHistory objects")
-	fs.StringVar(&o.CAPIMode, "capi-mode", string(CAPINone), "Cluster API MachineSets (cluster.x-k8s.io) to manage: None, All or Partial (with --capi-selector)")
-	fs.StringVar(&o.CAPISelector, "capi-selector", "", "label selector of the Cluster API MachineSets to manage (mode Partial)")
-	fs.StringVar(&o.CAPINamespace, "capi-namespace", CAPINamespace, "namespace of the Cluster API MachineSets and their templates")
-	fs.StringVar(&o.Output, "output", "", "local mode: folder for the changed manifests (default <work>/bootimages/manifests)")
+// Defaults of bootimages' options.
+const (
+	DefaultStableTimeout = 10 * time.Minute
+	DefaultOptInPlatform = "platform"
+)
+
+// DefaultOptions returns bootimages' options with their defaults. There
+// is no pool: boot images are per cluster (the payload's
+// coreos-bootimages stream), applied to every enrolled MachineSet.
+func DefaultOptions() *Options {
+	return &Options{
+		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
+		Namespace: MachineAPINamespace, StableTimeout: DefaultStableTimeout, DefaultArch: arch.CurrentRpmArch(),
+		DefaultOptIn: DefaultOptInPlatform, SkewLimits: DefaultSkewLimits, CAPIMode: string(CAPINone), CAPINamespace: CAPINamespace,
+	}
+}
+
+// Validate reports every bad flag at once, before the cluster is asked.
+func (o *Options) Validate() error {
+	errs := []error{step.Required("work", o.Work), o.KubeOptions.Validate()}
+	if _, err := o.optIn(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := o.capiOptIn(); err != nil {
+		errs = append(errs, err)
+	}
+	for _, l := range []struct{ flag, v string }{{"--skew-limit-ocp", o.SkewLimits.OCP}, {"--skew-limit-rhcos", o.SkewLimits.RHCOS}} {
+		if _, err := version.ParseGeneric(l.v); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", l.flag, l.v, err))
+		}
+	}
+	if o.VSphereTemplates != "" {
+		if ns, name, ok := strings.Cut(o.VSphereTemplates, "/"); !ok || ns == "" || name == "" {
+			errs = append(errs, fmt.Errorf("--vsphere-templates %q: want namespace/name", o.VSphereTemplates))
+		}
+	}
+	return step.ValidationErrors(errs...)
+}
+
+// optIn is --default-opt-in: nil for the platform's default.
+func (o *Options) optIn() (*bool, error) {
+	switch o.DefaultOptIn {
+	case DefaultOptInPlatform:
+		return nil, nil
+	case "true", "false":
+		v, _ := strconv.ParseBool(o.DefaultOptIn)
+		return &v, nil
+	}
+	return nil, fmt.Errorf(`--default-opt-in %q: want "platform", "true" or "false"`, o.DefaultOptIn)
 }
 
 // Run implements step.Runner.
 func (o *Options) Run(ctx context.Context, s step.Streams) error {
-	if o.Work == "" {
-		return &step.UsageError{Err: fmt.Errorf("--work is required")}
+	if err := o.Validate(); err != nil {
+		return err
 	}
-	var optIn *bool
-	switch o.DefaultOptIn {
-	case "platform":
-	case "true", "false":
-		v, _ := strconv.ParseBool(o.DefaultOptIn)
-		optIn = &v
-	default:
-		return &step.UsageError{Err: fmt.Errorf(`--default-opt-in %q: want "platform", "true" or "false"`, o.DefaultOptIn)}
+	optIn, err := o.optIn()
+	if err != nil {
+		return err
 	}
 	capi, err := o.capiOptIn()
 	if err != nil {
@@ -106,11 +133,6 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 	ctrllog.SetLogger(funcr.New(func(_, args string) { progress.Printf("apiserver: %s", args) }, funcr.Options{}))
 	r := &Reconciler{Cluster: cluster, Namespace: o.Namespace, DefaultArch: o.DefaultArch, DefaultOptIn: optIn,
 		StableTimeout: o.StableTimeout, Log: progressWriter{progress}, SkewLimits: o.SkewLimits, NoHistory: o.NoHistory, CAPI: capi}
-	for flag, v := range map[string]string{"--skew-limit-ocp": o.SkewLimits.OCP, "--skew-limit-rhcos": o.SkewLimits.RHCOS} {
-		if _, err := version.ParseGeneric(v); err != nil {
-			return &step.UsageError{Err: fmt.Errorf("%s %q: %w", flag, v, err)}
-		}
-	}
 	if o.VSphereTemplates != "" {
 		if r.VSphereTemplates, err = o.templates(ctx, cluster); err != nil {
 			return err
@@ -142,19 +164,19 @@ func (o *Options) capiOptIn() (CAPIOptIn, error) {
 	switch in.Mode {
 	case CAPINone, CAPIAll:
 		if o.CAPISelector != "" {
-			return in, &step.UsageError{Err: fmt.Errorf("--capi-selector is only used with --capi-mode Partial, not %s", o.CAPIMode)}
+			return in, fmt.Errorf("--capi-selector is only used with --capi-mode Partial, not %s", o.CAPIMode)
 		}
 	case CAPIPartial:
 		if o.CAPISelector == "" {
-			return in, &step.UsageError{Err: fmt.Errorf("--capi-mode Partial needs --capi-selector")}
+			return in, fmt.Errorf("--capi-mode Partial needs --capi-selector")
 		}
 		sel, err := labels.Parse(o.CAPISelector)
 		if err != nil {
-			return in, &step.UsageError{Err: fmt.Errorf("--capi-selector %q: %w", o.CAPISelector, err)}
+			return in, fmt.Errorf("--capi-selector %q: %w", o.CAPISelector, err)
 		}
 		in.Selector = sel
 	default:
-		return in, &step.UsageError{Err: fmt.Errorf("--capi-mode %q: want None, All or Partial", o.CAPIMode)}
+		return in, fmt.Errorf("--capi-mode %q: want None, All or Partial", o.CAPIMode)
 	}
 	return in, nil
 }
@@ -175,10 +197,7 @@ func (o *Options) cluster(dir, stageDir string) (Cluster, error) {
 }
 
 func (o *Options) templates(ctx context.Context, c Cluster) (map[string]string, error) {
-	ns, name, ok := strings.Cut(o.VSphereTemplates, "/")
-	if !ok || ns == "" || name == "" {
-		return nil, &step.UsageError{Err: fmt.Errorf("--vsphere-templates %q: want namespace/name", o.VSphereTemplates)}
-	}
+	ns, name, _ := strings.Cut(o.VSphereTemplates, "/")
 	cm, err := c.ConfigMap(ctx, ns, name)
 	if err != nil {
 		return nil, fmt.Errorf("reading vSphere template mapping: %w", err)

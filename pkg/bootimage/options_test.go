@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
@@ -22,15 +23,29 @@ import (
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
-func runStep(t *testing.T, args ...string) (string, error) {
+// runStep runs bootimages with its default options changed by set, as
+// the command line does (Validate, then Run); a failure is an exitError
+// with the code the binary would exit with. cmd/cli tests the flags.
+func runStep(t *testing.T, set func(o *Options)) (string, error) {
 	t.Helper()
+	o := DefaultOptions()
+	set(o)
 	var out, errb bytes.Buffer
-	cmds := []step.Command{{Name: step.StageBootImages, New: func() step.Runner { return &Options{} }}}
-	code := step.Main(context.Background(), "kiln-steps", cmds, append([]string{step.StageBootImages}, args...), step.Streams{Out: &out, Err: &errb})
-	if code != step.ExitOK {
-		return out.String(), &exitError{code: code, msg: errb.String()}
+	err := o.Validate()
+	if err == nil {
+		err = o.Run(context.Background(), step.Streams{Out: &out, Err: &errb})
+	}
+	if err != nil {
+		return out.String(), &exitError{code: step.CodeOf(err), msg: errb.String() + err.Error()}
 	}
 	return out.String(), nil
+}
+
+// local is a directory-mode run on src writing into work.
+func local(src, work string) func(o *Options) {
+	return func(o *Options) {
+		o.Source, o.Work, o.ResultsDir, o.StableTimeout = "dir:"+src, work, filepath.Join(work, "results"), time.Second
+	}
 }
 
 type exitError struct {
@@ -76,7 +91,7 @@ func TestStepLocalMode(t *testing.T) {
 	writeManifests(t, src, append(fleet, current, owned)...)
 	before, _ := os.ReadFile(filepath.Join(src, "cluster.yaml"))
 
-	out, err := runStep(t, "--source=dir:"+src, "--work="+work, "--results-dir="+filepath.Join(work, "results"), "--stable-timeout=1s")
+	out, err := runStep(t, local(src, work))
 	if err != nil {
 		t.Fatalf("step: %v\n%s", err, out)
 	}
@@ -134,7 +149,9 @@ func TestStepOnAPIServer(t *testing.T) {
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	out, err := runStep(t, "--kubeconfig="+kubeconfig, "--work="+work, "--results-dir="+filepath.Join(work, "results"), "--stable-timeout=5s", "--default-arch=x86_64")
+	out, err := runStep(t, func(o *Options) {
+		o.Kubeconfig, o.Work, o.ResultsDir, o.StableTimeout, o.DefaultArch = kubeconfig, work, filepath.Join(work, "results"), 5*time.Second, "x86_64"
+	})
 	if err != nil {
 		t.Fatalf("step: %v\n%s", err, out)
 	}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,18 +60,21 @@ type BuildOptions struct {
 	Attest   signing.AttestOptions
 }
 
-// AddFlags registers kmod-build's flags.
-func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
-	o.Options.AddFlags(fs)
-	o.RegistryOptions.AddFlags(fs)
-	o.KubeOptions.AddFlags(fs)
-	fs.StringVar(&o.OSImage, "os-image", "", "OS_AUTO: the payload's rhel-coreos image (default: ConfigMap machine-config-osimageurl)")
-	fs.StringVar(&o.DTKImage, "dtk-image", "", "DTK_AUTO: the payload's driver-toolkit image (default: the driver-toolkit tag of ClusterVersion status.desired.image)")
-	fs.BoolVar(&o.Rebuild, "rebuild", false, "build even when containerImage exists (seed 003 cluster upgrade; set by the trigger)")
-	fs.StringVar(&o.SecretsDir, "build-secrets-dir", "/etc/kiln/kmod-build-secrets", "folder with one sub-folder per build.secrets Secret")
-	fs.StringVar(&o.Buildah.Bin, "buildah", "", "buildah binary (default: buildah on PATH)")
-	o.Identity.AddFlags(fs)
-	o.Attest.AddFlags(fs)
+// DefaultSecretsDir is where kmod-build's Task mounts the build secrets.
+const DefaultSecretsDir = "/etc/kiln/kmod-build-secrets"
+
+// DefaultBuildOptions returns kmod-build's options with their defaults.
+func DefaultBuildOptions() *BuildOptions {
+	return &BuildOptions{
+		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
+		SecretsDir: DefaultSecretsDir, Buildah: osimage.Buildah{Bin: osimage.DefaultBuildah},
+		Identity: step.DefaultIdentityOptions(), Attest: signing.DefaultAttestOptions(),
+	}
+}
+
+// Validate reports every bad flag at once.
+func (o *BuildOptions) Validate() error {
+	return step.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(), o.Attest.Validate())
 }
 
 // Run builds the ModuleDay0's Dockerfile and pushes the unsigned (or

@@ -199,6 +199,7 @@ func (f *fixture) sign(t *testing.T, out io.Writer) error {
 	o := &kmod.SignOptions{
 		Options:         f.stepOptions(),
 		RegistryOptions: step.RegistryOptions{Insecure: []string{f.reg.Host}},
+		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
 		CertFile:        f.certFile, KeyFile: f.keyFile, Hash: "sha256",
 		Identity: f.identity(), Attest: f.attest(),
 	}

@@ -46,7 +46,8 @@ func TestKmodSignStepRefusesEmptyFilesToSign(t *testing.T) {
 	}
 	cert, key := env.ModuleSigningPair(t, "kiln kmod signer")
 	o := &kmod.SignOptions{Options: step.Options{Work: work, ResultsDir: filepath.Join(work, "results"), Pool: "worker"},
-		RegistryOptions: step.RegistryOptions{Insecure: []string{r.Host}}, CertFile: cert, KeyFile: key, Hash: "sha256"}
+		RegistryOptions: step.RegistryOptions{Insecure: []string{r.Host}}, KubeOptions: step.KubeOptions{Source: "dir:" + work},
+		CertFile: cert, KeyFile: key, Hash: "sha256"}
 	var out bytes.Buffer
 	err := o.Run(t.Context(), step.Streams{Out: &out, Err: &out})
 	want := "ModuleDay0 kmm/realtime-kmod: spec.osMapping.sign.filesToSign: empty"

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/spf13/pflag"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -42,17 +41,33 @@ type SignOptions struct {
 	Attest   signing.AttestOptions
 }
 
-// AddFlags registers kmod-sign's flags.
-func (o *SignOptions) AddFlags(fs *pflag.FlagSet) {
-	o.Options.AddFlags(fs)
-	o.RegistryOptions.AddFlags(fs)
-	o.KubeOptions.AddFlags(fs)
-	fs.StringVar(&o.CertFile, "cert-file", "/etc/kiln/kmod-signing-cert/cert", "signing certificate (sign.certSecret, key \"cert\")")
-	fs.StringVar(&o.KeyFile, "key-file", "/etc/kiln/kmod-signing-key/key", "signing key (sign.keySecret, key \"key\")")
-	fs.StringVar(&o.Hash, "hash", "sha256", "module signature hash: sha256, sha384 or sha512")
-	fs.BoolVar(&o.Rebuild, "rebuild", false, "sign even when containerImage exists (seed 003 cluster upgrade; set by the trigger)")
-	o.Identity.AddFlags(fs)
-	o.Attest.AddFlags(fs)
+// Defaults of kmod-sign: where its Task mounts sign.certSecret and
+// sign.keySecret, and the kernel's default module signature hash.
+const (
+	DefaultModuleCert = "/etc/kiln/kmod-signing-cert/cert"
+	DefaultModuleKey  = "/etc/kiln/kmod-signing-key/key"
+	DefaultHash       = "sha256"
+)
+
+// moduleHashes are the module signature hashes --hash accepts.
+var moduleHashes = map[string]crypto.Hash{"sha256": crypto.SHA256, "sha384": crypto.SHA384, "sha512": crypto.SHA512}
+
+// DefaultSignOptions returns kmod-sign's options with their defaults.
+func DefaultSignOptions() *SignOptions {
+	return &SignOptions{
+		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
+		CertFile: DefaultModuleCert, KeyFile: DefaultModuleKey, Hash: DefaultHash,
+		Identity: step.DefaultIdentityOptions(), Attest: signing.DefaultAttestOptions(),
+	}
+}
+
+// Validate reports every bad flag at once.
+func (o *SignOptions) Validate() error {
+	var hash error
+	if _, ok := moduleHashes[o.Hash]; !ok {
+		hash = fmt.Errorf("--hash %q: want sha256, sha384 or sha512", o.Hash)
+	}
+	return step.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(), o.Attest.Validate(), hash)
 }
 
 // KmodReport is what kmod-build and kmod-sign leave in work/kmod/.
@@ -92,7 +107,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		return fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.sign is not set; kmod-sign has nothing to do", md.Namespace, md.Name)
 	}
 	if err := md.Validate(); err != nil {
-		return err
+		return step.InputRejected(err)
 	}
 	signer, err := o.signer(md)
 	if err != nil {
@@ -223,8 +238,7 @@ func (o *SignOptions) reusable(ctx context.Context, r registry.Remote, md *kmmv1
 }
 
 func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
-	hashes := map[string]crypto.Hash{"sha256": crypto.SHA256, "sha384": crypto.SHA384, "sha512": crypto.SHA512}
-	h, ok := hashes[o.Hash]
+	h, ok := moduleHashes[o.Hash]
 	if !ok {
 		return nil, &step.UsageError{Err: fmt.Errorf("--hash %q: want sha256, sha384 or sha512", o.Hash)}
 	}

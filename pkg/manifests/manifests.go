@@ -22,6 +22,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kiln-dev/kiln/pkg/step"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -96,6 +98,11 @@ func decodeStream(dec runtime.Decoder, name string, in io.Reader, fn func(runtim
 			continue
 		}
 		if err := decode(dec, raw, fn); err != nil {
+			// A document that does not decode strictly is a rejected
+			// input (its own exit code); fn's errors keep theirs.
+			if step.CodeOf(err) == step.ExitFailure {
+				err = step.InputRejected(err)
+			}
 			return fmt.Errorf("%s: document %d: %w", name, doc, err)
 		}
 	}

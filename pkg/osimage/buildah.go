@@ -17,6 +17,10 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
+// DefaultBuildah is the buildah binary every step runs unless told
+// otherwise: buildah on PATH.
+const DefaultBuildah = "buildah"
+
 // Buildah runs the buildah CLI (the proxy refuses buildah's Go module).
 type Buildah struct {
 	// Bin is the buildah binary; empty means "buildah" on PATH.

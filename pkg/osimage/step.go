@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/ignres"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -47,33 +46,18 @@ type BuildOptions struct {
 	BuildahBin string
 }
 
-// AddFlags registers image-build's flags.
-func (o *BuildOptions) AddFlags(fs *pflag.FlagSet) {
-	o.Options.AddFlags(fs)
-	o.RegistryOptions.AddFlags(fs)
-	o.IdentityOptions.AddFlags(fs)
-	fs.StringVar(&o.Base, "base", "", "base image to layer on (by digest preferably)")
-	fs.StringVar(&o.Repository, "repository", "", "repository that receives the image, e.g. quay.io/org/os")
-	fs.StringVar(&o.PayloadBase, "payload-base", "", "the release payload's OS image; when --base differs, --base must pass the preflight against it")
-	fs.StringSliceVar(&o.KmodDigests, "kmod-digest", nil, "digest of a kmod image baked into --base (repeatable)")
-	fs.StringVar(&o.Source, "source-url", DefaultSource, "org.opencontainers.image.source annotation")
-	fs.StringVar(&o.ExtensionsImage, "extensions-image", "", "the payload's extensions image for extensions and kernelType (default: the rendered config's baseOSExtensionsContainerImage)")
-	fs.StringVar(&o.ContainerfilePath, "containerfile", "", "file with user Containerfile content to add (selects the buildah path)")
-	fs.StringVar(&o.BuildahBin, "buildah", "buildah", "buildah binary for the buildah path")
+// DefaultBuildOptions returns image-build's options with their defaults.
+func DefaultBuildOptions() *BuildOptions {
+	return &BuildOptions{
+		Options: step.DefaultOptions(), IdentityOptions: step.DefaultIdentityOptions(),
+		Source: DefaultSource, BuildahBin: DefaultBuildah,
+	}
 }
 
-// Validate reports the first bad flag.
+// Validate reports every bad flag at once.
 func (o *BuildOptions) Validate() error {
-	if err := o.Options.Validate(); err != nil {
-		return err
-	}
-	if o.Base == "" {
-		return &step.UsageError{Err: fmt.Errorf("--base is required")}
-	}
-	if o.Repository == "" {
-		return &step.UsageError{Err: fmt.Errorf("--repository is required")}
-	}
-	return o.IdentityOptions.Validate()
+	return step.ValidationErrors(o.Options.Validate(), step.Required("base", o.Base), step.Required("repository", o.Repository),
+		o.IdentityOptions.Validate())
 }
 
 // Run builds (or reuses) the image and writes results and a report.

@@ -57,8 +57,8 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	keyDir := t.TempDir()
 	os.WriteFile(filepath.Join(keyDir, "cosign.key"), keys.priv, 0o600)
 	os.WriteFile(filepath.Join(keyDir, "cosign.password"), append(keys.pass, '\n'), 0o600)
-	sign := &signing.SignOptions{Options: common, RegistryOptions: reg1, Image: image, RunID: "run-1",
-		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keyDir, "cosign.key"), PasswordEnv: "KILN_UNSET_PW"}, PasswordFile: filepath.Join(keyDir, "cosign.password")}
+	sign := &signing.SignOptions{Options: common, RegistryOptions: reg1, Image: image, AttestOptions: signing.AttestOptions{RunID: "run-1",
+		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keyDir, "cosign.key"), PasswordEnv: "KILN_UNSET_PW"}, PasswordFile: filepath.Join(keyDir, "cosign.password")}}
 	if err := sign.Run(ctx, streams); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	}
 
 	// image-sign refuses to attest an image build.json does not describe.
-	other := &signing.SignOptions{Options: common, RegistryOptions: reg1, Image: reg.Host + "/kiln/os@sha256:" + strings.Repeat("0", 64), SigningOptions: sign.SigningOptions}
+	other := &signing.SignOptions{Options: common, RegistryOptions: reg1, Image: reg.Host + "/kiln/os@sha256:" + strings.Repeat("0", 64), AttestOptions: sign.AttestOptions}
 	if err := other.Run(ctx, streams); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("sign of another image: %v", err)
 	}

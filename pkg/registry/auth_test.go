@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -309,14 +308,9 @@ func TestCredentialsRegistryAuthFileEnvironment(t *testing.T) {
 	reg := authRegistry(t)
 	f := writeAuthFile(t, filepath.Join(t.TempDir(), "auth.json"), auths(map[string]map[string]string{reg.Host: entry(alice, alicePass)}))
 	t.Setenv("REGISTRY_AUTH_FILE", f)
-	// A step's flags default to it …
-	var o step.RegistryOptions
-	fs := pflag.NewFlagSet("step", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse(nil); err != nil {
-		t.Fatal(err)
-	}
-	r, err := registry.RemoteFrom(o)
+	// A step's --registry-auth-file defaults to it (cmd/cli
+	// TestEnvDefaults) and RemoteFrom uses the file …
+	r, err := registry.RemoteFrom(step.RegistryOptions{AuthFile: os.Getenv("REGISTRY_AUTH_FILE")})
 	if err != nil {
 		t.Fatal(err)
 	}

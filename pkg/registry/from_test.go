@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
-// TestRemoteFromRegistriesConfig: --registries-config (default
-// $KILN_REGISTRIES_CONFIG) is read by RemoteFrom; the "" Tekton makes of an
-// unbound optional workspace means no folder; a folder that cannot be
-// read is an error naming the flag and the path.
+// TestRemoteFromRegistriesConfig: --registries-config is read by
+// RemoteFrom; the "" Tekton makes of an unbound optional workspace means no
+// folder; a folder that cannot be read is an error naming the flag and the
+// path. (Its $KILN_REGISTRIES_CONFIG default, and "" overriding the
+// environment, are the command line's: cmd/cli TestEnvDefaults.)
 func TestRemoteFromRegistriesConfig(t *testing.T) {
 	dir := t.TempDir()
 	conf := `[[registry]]
@@ -35,18 +35,14 @@ location = "mirror.example:5000/ocp"
 	}
 	const ref = "quay.io/openshift-release-dev/ocp-release@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	cases := []struct {
-		name, env string
-		args      []string
-		mirrors   bool   // the Remote's reads of ref try the mirror
-		wantErr   string // "" for no error
+		name, configDir string
+		mirrors         bool   // the Remote's reads of ref try the mirror
+		wantErr         string // "" for no error
 	}{
-		{name: "no flag, no environment: no Config"},
-		{name: "unbound optional workspace", args: []string{"--registries-config="}},
-		{name: "unbound workspace overrides the environment", env: dir, args: []string{"--registries-config="}},
-		{name: "flag", args: []string{"--registries-config=" + dir}, mirrors: true},
-		{name: "environment", env: dir, mirrors: true},
-		{name: "missing folder", args: []string{"--registries-config=/nonexistent/registries"}, wantErr: "/nonexistent/registries"},
-		{name: "a file, not a folder", args: []string{"--registries-config=" + file}, wantErr: file},
+		{name: "unbound optional workspace: no Config"},
+		{name: "folder", configDir: dir, mirrors: true},
+		{name: "missing folder", configDir: "/nonexistent/registries", wantErr: "/nonexistent/registries"},
+		{name: "a file, not a folder", configDir: file, wantErr: file},
 	}
 	parsed, err := name.ParseReference(ref)
 	if err != nil {
@@ -54,14 +50,7 @@ location = "mirror.example:5000/ocp"
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Setenv("KILN_REGISTRIES_CONFIG", c.env)
-			var o step.RegistryOptions
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(c.args); err != nil {
-				t.Fatal(err)
-			}
-			r, err := RemoteFrom(o)
+			r, err := RemoteFrom(step.RegistryOptions{ConfigDir: c.configDir})
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), "--registries-config") || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want one naming --registries-config and %s", err, c.wantErr)

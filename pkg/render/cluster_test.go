@@ -56,7 +56,9 @@ func TestRenderFromCluster(t *testing.T) {
 	}
 
 	work, results := t.TempDir(), t.TempDir()
-	code, out, errs := runStep(t, "--source", "cluster", "--kubeconfig", e.Kube.Kubeconfig(t), "--pool", "infra", "--work", work, "--results-dir", results)
+	code, out, errs := runStep(t, func(o *StepOptions) {
+		o.Source, o.Kubeconfig, o.Pool, o.Work, o.ResultsDir = "cluster", e.Kube.Kubeconfig(t), "infra", work, results
+	})
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

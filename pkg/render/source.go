@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kiln-dev/kiln/pkg/step"
+
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -143,7 +145,7 @@ func (o *Objects) Module(pool *mcfgv1.MachineConfigPool) (*kmmv1beta1.ModuleDay0
 		// Directory mode has no apiserver to hold the ModuleDay0 to its
 		// schema; the same check runs here in both modes.
 		if err := found[0].Validate(); err != nil {
-			return nil, err
+			return nil, step.InputRejected(err)
 		}
 		return found[0], nil
 	}

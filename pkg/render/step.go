@@ -12,7 +12,6 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	"github.com/spf13/pflag"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -28,22 +27,40 @@ type StepOptions struct {
 	FetchAttempts int
 }
 
-// NewStep returns the render stage's Runner.
-func NewStep() step.Runner { return &StepOptions{} }
+// Defaults of render's remote-source fetches.
+const (
+	DefaultFetchTimeout  = 30 * time.Second
+	DefaultFetchMaxBytes = 16 << 20
+	DefaultFetchAttempts = 3
+)
 
-// AddFlags registers render's flags.
-func (o *StepOptions) AddFlags(fs *pflag.FlagSet) {
-	o.Options.AddFlags(fs)
-	o.KubeOptions.AddFlags(fs)
-	fs.DurationVar(&o.FetchTimeout, "fetch-timeout", 30*time.Second, "timeout of one fetch of a remote source")
-	fs.Int64Var(&o.FetchMaxBytes, "fetch-max-bytes", 16<<20, "largest remote source accepted")
-	fs.IntVar(&o.FetchAttempts, "fetch-attempts", 3, "tries per remote source for transient failures")
+// DefaultStepOptions returns render's options with their defaults.
+func DefaultStepOptions() *StepOptions {
+	return &StepOptions{
+		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
+		FetchTimeout: DefaultFetchTimeout, FetchMaxBytes: DefaultFetchMaxBytes, FetchAttempts: DefaultFetchAttempts,
+	}
+}
+
+// Validate reports every bad flag at once.
+func (o *StepOptions) Validate() error {
+	var errs []error
+	if o.FetchTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--fetch-timeout %s: want a positive duration", o.FetchTimeout))
+	}
+	if o.FetchMaxBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--fetch-max-bytes %d: want a positive size", o.FetchMaxBytes))
+	}
+	if o.FetchAttempts < 1 {
+		errs = append(errs, fmt.Errorf("--fetch-attempts %d: want at least 1", o.FetchAttempts))
+	}
+	return step.ValidationErrors(append(errs, o.Options.Validate(), o.KubeOptions.Validate())...)
 }
 
 // Run renders the pool and writes rendered.json, inputs.json and the
 // results. Nothing is written unless every check passed.
 func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
-	if err := o.Options.Validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return err
 	}
 	dir, err := o.SourceDir()

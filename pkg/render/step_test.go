@@ -14,20 +14,33 @@ import (
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
-var commands = []step.Command{{Name: step.StageRender, New: NewStep}}
-
-func runStep(t *testing.T, args ...string) (int, string, string) {
+// runStep runs render with its default options changed by set, as the
+// command line does: Validate, then Run; the error decides the exit code.
+// (cmd/cli's tests cover the flags themselves.)
+func runStep(t *testing.T, set func(o *StepOptions)) (int, string, string) {
 	t.Helper()
+	o := DefaultStepOptions()
+	set(o)
 	var out, errb bytes.Buffer
-	code := step.Main(context.Background(), "kiln-steps", commands, append([]string{"render"}, args...), step.Streams{Out: &out, Err: &errb})
-	return code, out.String(), errb.String()
+	err := o.Validate()
+	if err == nil {
+		err = o.Run(context.Background(), step.Streams{Out: &out, Err: &errb})
+	}
+	if err != nil {
+		errb.WriteString(err.Error())
+	}
+	return step.CodeOf(err), out.String(), errb.String()
+}
+
+func dirOpts(src, pool, work, results string) func(o *StepOptions) {
+	return func(o *StepOptions) { o.Source, o.Pool, o.Work, o.ResultsDir = src, pool, work, results }
 }
 
 // The acceptance criterion: render --source dir:testdata/<case> writes
 // rendered.json with the expected name, inputs.json and the results.
 func TestStepWritesOutputs(t *testing.T) {
 	work, results := t.TempDir(), t.TempDir()
-	code, out, errs := runStep(t, "--source", "dir:testdata/golden/custom-pool-over-worker", "--pool", "infra", "--work", work, "--results-dir", results)
+	code, out, errs := runStep(t, dirOpts("dir:testdata/golden/custom-pool-over-worker", "infra", work, results))
 	if code != step.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -73,8 +86,8 @@ func TestStepWritesOutputs(t *testing.T) {
 // A failed render writes nothing: no rendered.json, no results.
 func TestStepFailsClosed(t *testing.T) {
 	work, results := t.TempDir(), t.TempDir()
-	code, _, errs := runStep(t, "--source", "dir:testdata/bad/mode-04755", "--pool", "worker", "--work", work, "--results-dir", results)
-	if code != step.ExitFailure || !strings.Contains(errs, `MachineConfig "10-bad": spec.config: storage.files[0] (/usr/local/bin/suid): mode 04755`) {
+	code, _, errs := runStep(t, dirOpts("dir:testdata/bad/mode-04755", "worker", work, results))
+	if code != step.ExitInputRejected || !strings.Contains(errs, `MachineConfig "10-bad": spec.config: storage.files[0] (/usr/local/bin/suid): mode 04755`) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	for _, dir := range []string{filepath.Join(work, "render"), results} {
@@ -85,13 +98,13 @@ func TestStepFailsClosed(t *testing.T) {
 }
 
 func TestStepUsageErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{"--source", "dir:x"},                         // no --pool
-		{"--pool", "worker", "--source", "git:x"},     // bad source
-		{"--pool", "a/b", "--source", "dir:testdata"}, // bad pool name
+	for _, c := range []struct{ source, pool, want string }{
+		{"dir:x", "", "--pool is required"},
+		{"git:x", "worker", `--source "git:x"`},
+		{"dir:testdata", "a/b", `--pool "a/b"`},
 	} {
-		if code, _, errs := runStep(t, append(args, "--work", t.TempDir())...); code != step.ExitUsage {
-			t.Errorf("%v: exit %d (%s), want %d", args, code, errs, step.ExitUsage)
+		if code, _, errs := runStep(t, dirOpts(c.source, c.pool, t.TempDir(), t.TempDir())); code != step.ExitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("%+v: exit %d (%s), want %d naming %s", c, code, errs, step.ExitUsage, c.want)
 		}
 	}
 }

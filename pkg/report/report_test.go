@@ -45,12 +45,15 @@ func TestReportStep(t *testing.T) {
 		Enrolled: 3, Patched: []bootimage.Outcome{{}}, Skipped: []bootimage.Outcome{{Reason: "owned"}, {Reason: "owned"}},
 	})
 	var out bytes.Buffer
-	code := step.Main(t.Context(), "kiln-steps", []step.Command{{Name: "report", New: func() step.Runner { return &Options{} }}},
-		[]string{"report", "--pool", "worker", "--work", work, "--results-dir", t.TempDir(), "--aggregate", "Failed",
-			"--status", "render=Succeeded", "kmod-build=None", "rollout=Failed"},
-		step.Streams{Out: &out, Err: &out})
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, out.String())
+	o := DefaultOptions()
+	o.Pool, o.Work, o.ResultsDir, o.Aggregate = "worker", work, t.TempDir(), "Failed"
+	// --status render=Succeeded, then the Task's statuses array as arguments.
+	o.Statuses = []string{"render=Succeeded", "kmod-build=None", "rollout=Failed"}
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Run(t.Context(), step.Streams{Out: &out, Err: &out}); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
 	}
 	for _, want := range []string{
 		"## kiln: pool worker, Failed",
@@ -80,10 +83,9 @@ func TestReportErrors(t *testing.T) {
 	if _, err := Collect(ws, nil); err == nil || !strings.Contains(err.Error(), "reading the render report: rendered.json") {
 		t.Errorf("corrupt rendered.json: %v", err)
 	}
-	var out bytes.Buffer
-	code := step.Main(t.Context(), "kiln-steps", []step.Command{{Name: "report", New: func() step.Runner { return &Options{} }}},
-		[]string{"report", "--pool", "worker", "--work", t.TempDir(), "--status", "render"}, step.Streams{Out: &out, Err: &out})
-	if code != step.ExitUsage || !strings.Contains(out.String(), `--status "render": want stage=status`) {
-		t.Errorf("bad --status: exit %d %s", code, out.String())
+	o := DefaultOptions()
+	o.Pool, o.Work, o.Statuses = "worker", t.TempDir(), []string{"render"}
+	if err := o.Validate(); step.CodeOf(err) != step.ExitUsage || !strings.Contains(err.Error(), `--status "render": want stage=status`) {
+		t.Errorf("bad --status: %v", err)
 	}
 }

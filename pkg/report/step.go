@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -22,18 +20,19 @@ type Options struct {
 	Aggregate string
 }
 
-// AddFlags registers report's flags.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	o.Options.AddFlags(fs)
-	fs.StringArrayVar(&o.Statuses, "status", nil, "stage=status from $(tasks.<name>.status) (repeatable; also accepted as arguments)")
-	fs.StringVar(&o.Aggregate, "aggregate", "", "the run's $(tasks.status)")
-}
+// DefaultOptions returns report's options with their defaults.
+func DefaultOptions() *Options { return &Options{Options: step.DefaultOptions()} }
 
-// SetArgs takes stage=status pairs as arguments, as the Task passes its
-// statuses array.
-func (o *Options) SetArgs(args []string) error {
-	o.Statuses = append(o.Statuses, args...)
-	return nil
+// Validate reports every bad flag at once: the shared flags and every
+// --status that is not stage=status.
+func (o *Options) Validate() error {
+	errs := []error{o.Options.Validate()}
+	for _, kv := range o.Statuses {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			errs = append(errs, fmt.Errorf("--status %q: want stage=status", kv))
+		}
+	}
+	return step.ValidationErrors(errs...)
 }
 
 // Run writes report/summary.md and prints it. It does not fail the run
@@ -45,10 +44,7 @@ func (o *Options) Run(_ context.Context, s step.Streams) error {
 	}
 	status := map[string]string{}
 	for _, kv := range o.Statuses {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return &step.UsageError{Err: fmt.Errorf("--status %q: want stage=status", kv)}
-		}
+		k, v, _ := strings.Cut(kv, "=")
 		status[k] = v
 	}
 	ws := o.Workspace()

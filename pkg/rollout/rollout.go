@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // Verifier checks an image against the signature policy before anything
@@ -59,8 +60,6 @@ type Result struct {
 	Timeline []Event
 }
 
-var digestRef = regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`)
-
 // Run rolls cfg.Image out to cfg.Pool. On failure it rolls back and
 // returns an error naming the node, the condition and its message.
 func Run(ctx context.Context, cfg Config) (Result, error) {
@@ -72,7 +71,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{State: StateRefused}, fmt.Errorf("reading MachineConfigPool %s: %w", cfg.Pool, err)
 	}
 	if err := cfg.Verifier.Verify(ctx, cfg.Image); err != nil {
-		return Result{State: StateRefused}, fmt.Errorf("refusing to roll out %s to pool %s: %w", cfg.Image, cfg.Pool, err)
+		return Result{State: StateRefused}, step.Refused(fmt.Errorf("refusing to roll out %s to pool %s: %w", cfg.Image, cfg.Pool, err))
 	}
 	r := &roller{cfg: cfg, w: newWatcher(cfg.Client, cfg.Pool, cfg.Out)}
 	return r.run(ctx, pool)
@@ -84,7 +83,7 @@ func (cfg Config) validate() error {
 		return errors.New("rollout: a client and a verifier are required")
 	case cfg.Pool == "":
 		return errors.New("rollout: pool is empty")
-	case !digestRef.MatchString(cfg.Image):
+	case !step.IsDigestRef(cfg.Image):
 		return fmt.Errorf("rollout: image %q is not a digest reference (repo@sha256:<64 hex>): a tag could move under the pool", cfg.Image)
 	case cfg.Canary < 0:
 		return fmt.Errorf("rollout: canary %d is negative", cfg.Canary)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -36,17 +35,41 @@ type StepOptions struct {
 	PolicyKey string
 }
 
-// AddFlags registers the rollout flags.
-func (o *StepOptions) AddFlags(fs *pflag.FlagSet) {
-	o.Options.AddFlags(fs)
-	o.Kube.AddFlags(fs)
-	o.Registry.AddFlags(fs)
-	fs.StringVar(&o.Image, "image", "", "image to roll out, by digest (repo@sha256:…)")
-	fs.StringVar(&o.MaxUnavailable, "max-unavailable", "", "override the pool's maxUnavailable during the rollout (number or percent)")
-	fs.IntVar(&o.Canary, "canary", 0, "update this many nodes first, pause, check them, then continue")
-	fs.DurationVar(&o.Timeout, "timeout", time.Hour, "roll back when the pool has not updated by then")
-	fs.DurationVar(&o.SettleTimeout, "settle-timeout", 30*time.Minute, "how long to wait for the pool after a rollback")
-	fs.StringVar(&o.PolicyKey, "public-key", "/etc/kiln/verify/cosign.pub", "cosign public key the signature policy requires (as verify)")
+// Defaults of rollout's waits.
+const (
+	DefaultTimeout       = time.Hour
+	DefaultSettleTimeout = 30 * time.Minute
+)
+
+// DefaultStepOptions returns rollout's options with their defaults. The
+// policy key is kiln's public key, the same default as verify's.
+func DefaultStepOptions() *StepOptions {
+	return &StepOptions{
+		Options: step.DefaultOptions(), Kube: step.DefaultKubeOptions(),
+		Timeout: DefaultTimeout, SettleTimeout: DefaultSettleTimeout, PolicyKey: step.DefaultPublicKey,
+	}
+}
+
+// Validate reports every bad flag at once; it runs before the registry
+// or the cluster is asked anything.
+func (o *StepOptions) Validate() error {
+	errs := []error{o.Options.Validate(), o.Kube.Validate(), step.RequireDigestRef("image", o.Image)}
+	if o.Canary < 0 {
+		errs = append(errs, fmt.Errorf("--canary %d: want 0 or more nodes", o.Canary))
+	}
+	if o.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %s: want a positive duration", o.Timeout))
+	}
+	if o.SettleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--settle-timeout %s: want a positive duration", o.SettleTimeout))
+	}
+	if o.MaxUnavailable != "" {
+		mu := intstr.Parse(o.MaxUnavailable)
+		if _, err := intstr.GetScaledValueFromIntOrPercent(&mu, 100, true); err != nil || (mu.Type == intstr.Int && mu.IntVal < 1) {
+			errs = append(errs, fmt.Errorf("--max-unavailable %q: want a node count of 1 or more, or a percent", o.MaxUnavailable))
+		}
+	}
+	return step.ValidationErrors(errs...)
 }
 
 // Run verifies the image and rolls it out: to the cluster, or with
@@ -78,6 +101,9 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if werr := o.report(out, res); werr != nil && err == nil {
 		err = werr
 	}
+	if res.State == StateRolledBack && err != nil {
+		err = step.RolledBack(err)
+	}
 	return err
 }
 
@@ -98,11 +124,8 @@ func (o *StepOptions) runCluster(ctx context.Context, s step.Streams, v Verifier
 // runLocal is local mode: verify, then write kiln's MachineConfig for the
 // pool as YAML; applying it is the GitOps change.
 func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier) (Result, error) {
-	if !digestRef.MatchString(o.Image) {
-		return Result{State: StateRefused}, fmt.Errorf("rollout: image %q is not a digest reference (repo@sha256:<64 hex>)", o.Image)
-	}
 	if err := v.Verify(ctx, o.Image); err != nil {
-		return Result{State: StateRefused}, fmt.Errorf("refusing to roll out %s to pool %s: %w", o.Image, o.Pool, err)
+		return Result{State: StateRefused}, step.Refused(fmt.Errorf("refusing to roll out %s to pool %s: %w", o.Image, o.Pool, err))
 	}
 	objs, err := render.LoadDir(dir)
 	if err != nil {

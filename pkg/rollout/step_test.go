@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/cmd/cli"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -63,10 +65,10 @@ func TestRolloutStep(t *testing.T) {
 	run := func(image string) (int, string, map[string]string, string) {
 		work, results := t.TempDir(), t.TempDir()
 		var out, errb bytes.Buffer
-		code := step.Main(t.Context(), "kiln-steps", []step.Command{{Name: "rollout", New: func() step.Runner { return &rollout.StepOptions{} }}},
+		code := cli.Execute(t.Context(), cli.NewSteps(),
 			[]string{"rollout", "--source", "cluster", "--kubeconfig", kubeconfig, "--pool", "steps", "--image", image,
 				"--public-key", pub, "--insecure-registry", e.Registry.Host, "--work", work, "--results-dir", results, "--timeout", "1m"},
-			step.Streams{Out: &out, Err: &errb})
+			&out, &errb)
 		res := map[string]string{}
 		for _, n := range []string{"ROLLOUT_STATE", "UPDATED_NODES"} {
 			b, _ := os.ReadFile(filepath.Join(results, n))
@@ -76,7 +78,7 @@ func TestRolloutStep(t *testing.T) {
 	}
 
 	code, out, res, _ := run(unsigned)
-	if code != step.ExitFailure || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "refusing to roll out "+unsigned+" to pool steps") {
+	if code != step.ExitRefused || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "refusing to roll out "+unsigned+" to pool steps") {
 		t.Fatalf("unsigned image: exit %d, results %v\n%s", code, res, out)
 	}
 	if mc := h.kilnMC("steps"); mc != nil {

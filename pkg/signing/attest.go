@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -25,15 +23,24 @@ type AttestOptions struct {
 	RunID        string
 }
 
-// AddFlags registers the flags under image-sign's names.
-func (o *AttestOptions) AddFlags(fs *pflag.FlagSet) {
-	o.SigningOptions.AddFlags(fs)
-	fs.StringVar(&o.PasswordFile, "key-password-file", "", "file holding the key password (cosign.password next to cosign.key); when absent, --key-password-env is used")
-	fs.BoolVar(&o.Keyless, "keyless", false, "sign with Fulcio/Rekor instead of --key")
-	fs.StringVar(&o.FulcioURL, "fulcio-url", "https://fulcio.sigstore.dev", "Fulcio URL (keyless)")
-	fs.StringVar(&o.RekorURL, "rekor-url", "https://rekor.sigstore.dev", `Rekor URL (keyless); "" skips the transparency log`)
-	fs.StringVar(&o.IDTokenPath, "identity-token-path", "", "OIDC token file (keyless)")
-	fs.StringVar(&o.RunID, "run-id", os.Getenv("KILN_RUN_ID"), "id of this run (PipelineRun name), recorded in the provenance")
+// Defaults of the keyless signing endpoints: the public Sigstore instance.
+const (
+	DefaultFulcioURL = "https://fulcio.sigstore.dev"
+	DefaultRekorURL  = "https://rekor.sigstore.dev"
+)
+
+// DefaultAttestOptions returns the attest options with their defaults.
+func DefaultAttestOptions() AttestOptions {
+	return AttestOptions{SigningOptions: step.DefaultSigningOptions(), FulcioURL: DefaultFulcioURL, RekorURL: DefaultRekorURL}
+}
+
+// Validate reports a keyless setup without its Fulcio URL or token. It
+// reads no file: Check does, before the step's first push.
+func (o AttestOptions) Validate() error {
+	if o.Keyless && (o.FulcioURL == "" || o.IDTokenPath == "") {
+		return fmt.Errorf("--keyless needs --fulcio-url and --identity-token-path")
+	}
+	return nil
 }
 
 // Check fails when the step could not sign what it is about to push: no

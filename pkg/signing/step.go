@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -19,41 +17,30 @@ import (
 type SignOptions struct {
 	step.Options
 	step.RegistryOptions
-	step.SigningOptions
+	// AttestOptions are the key, password and keyless settings, shared
+	// with kmod-build and kmod-sign (one identity signs everything).
+	// PasswordFile, when it exists, holds the key password (the same
+	// Secret as the key); otherwise the --key-password-env variable is
+	// used. Keyless selects Fulcio/Rekor signing instead of --key.
+	AttestOptions
 	// Image is the image by digest: image-build's IMAGE_URL@IMAGE_DIGEST.
 	Image string
-	RunID string
-	// PasswordFile, when it exists, holds the key password (the same Secret
-	// as the key); otherwise the --key-password-env variable is used.
-	PasswordFile string
-	// Keyless selects Fulcio/Rekor signing instead of --key.
-	Keyless     bool
-	FulcioURL   string
-	RekorURL    string
-	IDTokenPath string
 }
 
-// AddFlags registers image-sign's flags.
-func (o *SignOptions) AddFlags(fs *pflag.FlagSet) {
-	o.Options.AddFlags(fs)
-	o.RegistryOptions.AddFlags(fs)
-	o.SigningOptions.AddFlags(fs)
-	fs.StringVar(&o.Image, "image", "", "image to sign, repository@sha256:… (image-build's IMAGE_URL@IMAGE_DIGEST)")
-	fs.StringVar(&o.RunID, "run-id", os.Getenv("KILN_RUN_ID"), "id of this run (PipelineRun name), recorded in the provenance")
-	fs.StringVar(&o.PasswordFile, "key-password-file", "", "file holding the key password (e.g. cosign.password next to cosign.key); when absent, --key-password-env is used")
-	fs.BoolVar(&o.Keyless, "keyless", false, "sign with Fulcio/Rekor instead of --key")
-	fs.StringVar(&o.FulcioURL, "fulcio-url", "https://fulcio.sigstore.dev", "Fulcio URL (keyless)")
-	fs.StringVar(&o.RekorURL, "rekor-url", "https://rekor.sigstore.dev", `Rekor URL (keyless); "" skips the transparency log`)
-	fs.StringVar(&o.IDTokenPath, "identity-token-path", "", "OIDC token file (keyless)")
+// DefaultSignOptions returns image-sign's options with their defaults.
+func DefaultSignOptions() *SignOptions {
+	return &SignOptions{Options: step.DefaultOptions(), AttestOptions: DefaultAttestOptions()}
+}
+
+// Validate reports every bad flag at once, before any registry is asked.
+func (o *SignOptions) Validate() error {
+	return step.ValidationErrors(o.Options.Validate(), step.RequireDigestRef("image", o.Image), o.AttestOptions.Validate())
 }
 
 // Run signs the image and attests its provenance from work/image/build.json.
 func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
-	if err := o.Options.Validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return err
-	}
-	if o.Image == "" {
-		return &step.UsageError{Err: fmt.Errorf("--image is required")}
 	}
 	r, err := registry.RemoteFrom(o.RegistryOptions)
 	if err != nil {
@@ -120,25 +107,25 @@ type VerifyOptions struct {
 	NodeKeyPath string
 }
 
-// AddFlags registers verify's flags.
-func (o *VerifyOptions) AddFlags(fs *pflag.FlagSet) {
-	o.Options.AddFlags(fs)
-	o.RegistryOptions.AddFlags(fs)
-	o.IdentityOptions.AddFlags(fs)
-	fs.StringVar(&o.Image, "image", "", "image to check, as nodes pull it (repository@sha256:…)")
-	fs.StringVar(&o.NodeKeyPath, "node-key-path", DefaultNodeKeyPath, "where the key lives on nodes, for the policy fragment")
+// DefaultVerifyOptions returns verify's options with their defaults.
+func DefaultVerifyOptions() *VerifyOptions {
+	return &VerifyOptions{Options: step.DefaultOptions(), IdentityOptions: step.DefaultIdentityOptions(), NodeKeyPath: DefaultNodeKeyPath}
+}
+
+// Validate reports every bad flag at once. A tag is refused here, before
+// the registry is asked: the policy is evaluated for one digest.
+func (o *VerifyOptions) Validate() error {
+	var keyless error
+	if o.CertificateRoots != "" || o.CertificateIdentity != "" || o.CertificateOIDCIssuer != "" {
+		keyless = fmt.Errorf("the node policy requires a public key (--public-key); keyless identities are not supported")
+	}
+	return step.ValidationErrors(o.Options.Validate(), step.RequireDigestRef("image", o.Image), keyless)
 }
 
 // Run evaluates the policy and writes the fragment and VERIFIED.
 func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
-	if err := o.Options.Validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return err
-	}
-	if o.Image == "" {
-		return &step.UsageError{Err: fmt.Errorf("--image is required")}
-	}
-	if o.CertificateRoots != "" || o.CertificateIdentity != "" || o.CertificateOIDCIssuer != "" {
-		return &step.UsageError{Err: fmt.Errorf("verify: the node policy requires a public key (--public-key); keyless identities are not supported")}
 	}
 	dir, err := o.Workspace().Ensure(step.StageVerify)
 	if err != nil {
@@ -168,7 +155,9 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	if verr != nil {
-		return verr
+		// containers/image does not tell an unsigned image from one it
+		// could not fetch signatures for; both are a refusal for nodes.
+		return step.Refused(verr)
 	}
 	p.Printf("%s passes the sigstoreSigned policy", o.Image)
 	return nil

@@ -1,12 +1,15 @@
 package step
 
 import (
-	"github.com/spf13/pflag"
+	"fmt"
 
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
-// DefaultPublicKey is where a Task mounts kiln's cosign public key.
+// DefaultPublicKey is where kiln's cosign public key is read from unless
+// --public-key names another file; the Tasks pass the public-key
+// workspace's cosign.pub. One default for every command that checks
+// kiln's identity (image-build, kmod-build, kmod-sign, verify, rollout).
 const DefaultPublicKey = "/etc/kiln/signing/cosign.pub"
 
 // IdentityOptions name the signer kiln trusts as itself, with cosign's
@@ -25,19 +28,14 @@ type IdentityOptions struct {
 	CertificateRoots      string
 }
 
-// AddFlags registers the identity flags.
-func (o *IdentityOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.PublicKey, "public-key", DefaultPublicKey, "cosign public key of kiln's signing identity (a missing file means none)")
-	fs.StringVar(&o.CertificateIdentity, "certificate-identity", "", "keyless: the signing certificate's identity (SAN), matched exactly")
-	fs.StringVar(&o.CertificateOIDCIssuer, "certificate-oidc-issuer", "", "keyless: the signing certificate's OIDC issuer, matched exactly")
-	fs.StringVar(&o.CertificateRoots, "certificate-roots", "", "keyless: Fulcio root (and intermediate) certificates, PEM file")
-}
+// DefaultIdentityOptions returns the identity options with their defaults.
+func DefaultIdentityOptions() IdentityOptions { return IdentityOptions{PublicKey: DefaultPublicKey} }
 
 // Validate refuses a half-configured keyless identity.
 func (o *IdentityOptions) Validate() error {
 	keyless := o.CertificateIdentity != "" || o.CertificateOIDCIssuer != "" || o.CertificateRoots != ""
 	if keyless && (o.CertificateIdentity == "" || o.CertificateOIDCIssuer == "" || o.CertificateRoots == "") {
-		return usageErrorf("keyless identity: --certificate-identity, --certificate-oidc-issuer and --certificate-roots are all required")
+		return fmt.Errorf("keyless identity: --certificate-identity, --certificate-oidc-issuer and --certificate-roots are all required")
 	}
 	return nil
 }

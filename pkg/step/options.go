@@ -5,10 +5,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/kiln-dev/kiln/pkg/apis"
 )
@@ -25,24 +25,33 @@ type Options struct {
 	Pool string
 }
 
-// AddFlags registers the shared flags. Defaults come from the environment
-// so a Task can set them once for all steps.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Work, "work", envOr("KILN_WORK", "/workspace/work"), "root of the work workspace")
-	fs.StringVar(&o.ResultsDir, "results-dir", envOr("KILN_RESULTS_DIR", "/tekton/results"), "folder Tekton reads results from")
-	fs.StringVar(&o.Pool, "pool", os.Getenv("KILN_POOL"), "MachineConfigPool name")
+// Defaults of the shared options: where a Tekton step finds its
+// workspace and writes its results.
+const (
+	DefaultWork       = "/workspace/work"
+	DefaultResultsDir = "/tekton/results"
+)
+
+// DefaultOptions returns the shared options with their defaults. The
+// command line binds each flag with the struct's value as its default
+// (and may take it from the environment first, so a Task sets it once
+// for all steps).
+func DefaultOptions() Options {
+	return Options{Work: DefaultWork, ResultsDir: DefaultResultsDir}
 }
 
-// Validate reports the first missing or malformed shared flag.
+// Validate reports every missing or malformed shared flag at once.
 func (o *Options) Validate() error {
-	if o.Work == "" {
-		return usageErrorf("--work is required")
-	}
+	return ValidationErrors(Required("work", o.Work), o.ValidatePool())
+}
+
+// ValidatePool reports a missing or malformed --pool.
+func (o *Options) ValidatePool() error {
 	if o.Pool == "" {
-		return usageErrorf("--pool is required")
+		return fmt.Errorf("--pool is required")
 	}
 	if strings.ContainsAny(o.Pool, "/ ") {
-		return usageErrorf("--pool %q: not a MachineConfigPool name", o.Pool)
+		return fmt.Errorf("--pool %q: not a MachineConfigPool name", o.Pool)
 	}
 	return nil
 }
@@ -67,19 +76,6 @@ type RegistryOptions struct {
 	ConfigDir string
 }
 
-// AddFlags registers the registry flags.
-func (o *RegistryOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.AuthFile, "registry-auth-file", os.Getenv("REGISTRY_AUTH_FILE"), "registry credentials (docker config.json format)")
-	// The environment default lets a runner (the trigger's local mode)
-	// reach its own plain-HTTP registry without editing every Task.
-	var insecure []string
-	if v := os.Getenv("KILN_INSECURE_REGISTRY"); v != "" {
-		insecure = strings.Split(v, ",")
-	}
-	fs.StringSliceVar(&o.Insecure, "insecure-registry", insecure, "registry host[:port] reached over plain HTTP (repeatable; default $KILN_INSECURE_REGISTRY, comma separated)")
-	fs.StringVar(&o.ConfigDir, "registries-config", os.Getenv("KILN_REGISTRIES_CONFIG"), "registries folder: registries.conf (mirrors, insecure and blocked registries) and certs.d/<host>/ca.crt; empty means none")
-}
-
 // IsInsecure reports whether host was named with --insecure-registry.
 func (o *RegistryOptions) IsInsecure(host string) bool {
 	for _, h := range o.Insecure {
@@ -99,10 +95,16 @@ type SigningOptions struct {
 	PasswordEnv string
 }
 
-// AddFlags registers the signing flags.
-func (o *SigningOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.KeyPath, "key", "/etc/kiln/signing/cosign.key", "cosign private key file (mounted Secret)")
-	fs.StringVar(&o.PasswordEnv, "key-password-env", "COSIGN_PASSWORD", "environment variable holding the key password")
+// Defaults of the signing options: the signing-key workspace as the
+// Tasks mount it, and cosign's own password variable.
+const (
+	DefaultKey         = "/etc/kiln/signing/cosign.key"
+	DefaultPasswordEnv = "COSIGN_PASSWORD"
+)
+
+// DefaultSigningOptions returns the signing options with their defaults.
+func DefaultSigningOptions() SigningOptions {
+	return SigningOptions{KeyPath: DefaultKey, PasswordEnv: DefaultPasswordEnv}
 }
 
 // Password returns the key password from the environment.
@@ -110,16 +112,23 @@ func (o *SigningOptions) Password() []byte { return []byte(os.Getenv(o.PasswordE
 
 // KubeOptions say where cluster objects come from.
 type KubeOptions struct {
-	// Kubeconfig is a kubeconfig path; empty means in-cluster or $KUBECONFIG.
+	// Kubeconfig is a kubeconfig path; empty means controller-runtime's
+	// order: $KUBECONFIG, in-cluster, ~/.kube/config.
 	Kubeconfig string
 	// Source is "cluster" or "dir:PATH" (a directory of manifests).
 	Source string
 }
 
-// AddFlags registers the kube flags.
-func (o *KubeOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster")
-	fs.StringVar(&o.Source, "source", "cluster", `where inputs come from: "cluster" or "dir:PATH"`)
+// SourceCluster is the default source: the cluster's API.
+const SourceCluster = "cluster"
+
+// DefaultKubeOptions returns the kube options with their defaults.
+func DefaultKubeOptions() KubeOptions { return KubeOptions{Source: SourceCluster} }
+
+// Validate reports a malformed --source.
+func (o *KubeOptions) Validate() error {
+	_, err := o.SourceDir()
+	return err
 }
 
 // SourceDir returns the manifest directory of a dir: source, or "" for the cluster.
@@ -134,30 +143,33 @@ func (o *KubeOptions) SourceDir() (string, error) {
 	}
 }
 
-func envOr(key, def string) string {
-	if v, ok := os.LookupEnv(key); ok {
-		return v
-	}
-	return def
-}
-
 func usageErrorf(format string, args ...any) error {
 	return &UsageError{Err: fmt.Errorf(format, args...)}
 }
 
-// RESTConfig returns the cluster's client config: --kubeconfig when given,
-// else the in-cluster config of a Tekton step's ServiceAccount.
-func (o *KubeOptions) RESTConfig() (*rest.Config, error) {
-	if o.Kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+// RESTConfig returns the cluster's client config (LoadRESTConfig).
+func (o *KubeOptions) RESTConfig() (*rest.Config, error) { return LoadRESTConfig(o.Kubeconfig) }
+
+// LoadRESTConfig loads a client config the way controller-runtime does,
+// for the steps and the trigger alike. An explicit path is loaded with
+// the loading rules controller-runtime uses for its --kubeconfig flag
+// (clientcmd's deferred loader with ExplicitPath). Without one it is
+// config.GetConfig's order: $KUBECONFIG, then the in-cluster config of
+// the pod's ServiceAccount, then ~/.kube/config. Its package-level
+// --kubeconfig flag (registered on the standard flag set) is never parsed
+// by kiln, so only the path given here counts.
+func LoadRESTConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+			&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
 		if err != nil {
-			return nil, fmt.Errorf("loading kubeconfig %s: %w", o.Kubeconfig, err)
+			return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
 		}
 		return cfg, nil
 	}
-	cfg, err := rest.InClusterConfig()
+	cfg, err := config.GetConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading in-cluster config (no --kubeconfig): %w", err)
+		return nil, fmt.Errorf("loading the cluster config (no --kubeconfig: $KUBECONFIG, in-cluster, ~/.kube/config): %w", err)
 	}
 	return cfg, nil
 }

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -39,13 +37,22 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// triggerMain is cmd/trigger's main; its steps are the stand-in.
+// triggerMain is cmd/trigger's main for the flags the tests pass (pkg/
+// parses no command line: cmd/cli does); its steps are the stand-in.
 func triggerMain(args []string) int {
-	var o Options
-	fs := pflag.NewFlagSet("trigger", pflag.ContinueOnError)
-	o.AddFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	o := DefaultOptions()
+	values := map[string]*string{"--source": &o.Source, "--output": &o.Output, "--steps": &o.Local.StepBinary, "--root": &o.Local.Root}
+	for i := 0; i < len(args); i++ {
+		switch p, ok := values[args[i]]; {
+		case args[i] == "--once":
+			o.Once = true
+		case ok && i+1 < len(args):
+			*p = args[i+1]
+			i++
+		default:
+			fmt.Fprintf(os.Stderr, "trigger: unexpected argument %q\n", args[i])
+			return 2
+		}
 	}
 	_ = os.Setenv(roleEnv, "steps")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -151,7 +158,7 @@ func (r *crashRig) options() Options {
 func (r *crashRig) startTriggerProcess(t *testing.T, hold string) (*exec.Cmd, *bytes.Buffer, []int) {
 	t.Helper()
 	var out bytes.Buffer
-	cmd := exec.Command(os.Args[0], "--source", "dir:"+r.src, "--once", "--out", r.out, "--steps", os.Args[0], "--root", env.RepoRoot())
+	cmd := exec.Command(os.Args[0], "--source", "dir:"+r.src, "--once", "--output", r.out, "--steps", os.Args[0], "--root", env.RepoRoot())
 	cmd.Env = append(os.Environ(), roleEnv+"=trigger", "KILN_TEST_HOLD="+hold)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

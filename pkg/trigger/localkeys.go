@@ -32,7 +32,7 @@ type LocalKeys struct {
 // kernel-module signing certificate under dir (mode 0700), and reuses them
 // afterwards: a user's second run signs with the same keys, so nodes'
 // policies keep trusting it. cosignKey, when set, is the user's own key
-// folder (--key) and is used as it is.
+// folder (--key-dir) and is used as it is.
 func EnsureLocalKeys(dir, cosignKey string) (LocalKeys, error) {
 	k := LocalKeys{Cosign: filepath.Join(dir, "cosign"), KmodCert: filepath.Join(dir, "kmod-cert"), KmodKey: filepath.Join(dir, "kmod-key")}
 	for _, d := range []string{k.Cosign, k.KmodCert, k.KmodKey} {
@@ -43,7 +43,7 @@ func EnsureLocalKeys(dir, cosignKey string) (LocalKeys, error) {
 	if cosignKey != "" {
 		for _, f := range []string{"cosign.key", "cosign.pub"} {
 			if _, err := os.Stat(filepath.Join(cosignKey, f)); err != nil {
-				return k, fmt.Errorf("--key %s: want a folder holding cosign.key, cosign.pub and cosign.password: %w", cosignKey, err)
+				return k, fmt.Errorf("--key-dir %s: want a folder holding cosign.key, cosign.pub and cosign.password: %w", cosignKey, err)
 			}
 		}
 		k.Cosign = cosignKey

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // Options configure the trigger controller.
@@ -15,7 +15,8 @@ type Options struct {
 	Source string
 	// Once runs a single pass over the source and exits (local mode).
 	Once bool
-	// Kubeconfig is used in cluster mode; empty means in-cluster.
+	// Kubeconfig is used in cluster mode; empty means controller-runtime's
+	// order ($KUBECONFIG, in-cluster, ~/.kube/config), as in the steps.
 	Kubeconfig string
 	// Namespace is where PipelineRuns are created.
 	Namespace string
@@ -35,36 +36,53 @@ type Options struct {
 	Local LocalOptions
 }
 
-// AddFlags registers the trigger's flags.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Source, "source", "cluster", `where inputs come from: "cluster" or "dir:PATH"`)
-	fs.BoolVar(&o.Once, "once", false, "run one pass and exit (local mode)")
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster")
-	fs.StringVar(&o.Namespace, "namespace", "kiln", "namespace for PipelineRuns")
-	fs.StringVar(&o.Output, "out", "_out", "local mode: folder for the GitOps change (MachineConfigs, MachineSets, rendered configs), run folders, keys and state")
-	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint")
-	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "use leader election (cluster mode)")
-	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-	fs.DurationVar(&o.Settle, "settle", 2*time.Second, "quiet time after the last input change before a pool's run is made")
-	fs.DurationVar(&o.MaxSettle, "max-settle", 30*time.Second, "longest wait for a burst of changes to end")
-	fs.StringVar(&o.Local.Registry, "registry", "", "local mode: registry host[:port] for the images (default: an embedded registry)")
-	fs.StringVar(&o.Local.Key, "key", "", "local mode: folder with cosign.key, cosign.pub, cosign.password (default: generated under --output on first use)")
-	fs.StringVar(&o.Local.StepBinary, "steps", "kiln-steps", "local mode: the kiln-steps binary")
-	fs.StringVar(&o.Local.Root, "root", ".", "local mode: folder holding pipelines/ and tasks/")
-	fs.StringSliceVar(&o.Local.BootImagePools, "boot-image-pools", []string{"worker"}, "local mode: pools whose run ends with the bootimages stage")
-	fs.StringSliceVar(&o.Insecure, "insecure-registry", nil, "registry (host[:port]) reached over plain HTTP")
+// Defaults of the trigger's options.
+const (
+	DefaultNamespace   = "kiln"
+	DefaultOutput      = "_out"
+	DefaultMetricsAddr = ":8080"
+	DefaultProbeAddr   = ":8081"
+	DefaultSettle      = 2 * time.Second
+	DefaultMaxSettle   = 30 * time.Second
+	DefaultStepBinary  = "kiln-steps"
+	DefaultRoot        = "."
+)
+
+// DefaultOptions returns the trigger's options with their defaults.
+func DefaultOptions() Options {
+	return Options{
+		Source: step.SourceCluster, Namespace: DefaultNamespace, Output: DefaultOutput,
+		MetricsAddr: DefaultMetricsAddr, LeaderElect: true, ProbeAddr: DefaultProbeAddr,
+		Settle: DefaultSettle, MaxSettle: DefaultMaxSettle,
+		Local: LocalOptions{StepBinary: DefaultStepBinary, Root: DefaultRoot, BootImagePools: []string{"worker"}},
+	}
 }
 
-// Validate checks the flag combination.
+// Validate checks every flag and their combination at once; it reads
+// nothing and connects nowhere.
 func (o *Options) Validate() error {
+	var errs []error
 	switch {
-	case o.Source == "cluster":
+	case o.Source == step.SourceCluster:
 		if o.Once {
-			return errors.New("--once needs --source dir:PATH")
+			errs = append(errs, errors.New("--once needs --source dir:PATH"))
+		}
+		if o.Namespace == "" {
+			errs = append(errs, errors.New("--namespace is required"))
+		}
+		// Settling coalesces watch events; local mode has none.
+		if o.Settle <= 0 {
+			errs = append(errs, fmt.Errorf("--settle %s: want a positive duration", o.Settle))
+		}
+		if o.MaxSettle < o.Settle {
+			errs = append(errs, fmt.Errorf("--max-settle %s: want at least --settle (%s)", o.MaxSettle, o.Settle))
 		}
 	case strings.HasPrefix(o.Source, "dir:") && len(o.Source) > len("dir:"):
+		if o.Output == "" {
+			errs = append(errs, errors.New("--output is required with --source dir:PATH"))
+		}
 	default:
-		return fmt.Errorf(`--source %q: want "cluster" or "dir:PATH"`, o.Source)
+		errs = append(errs, fmt.Errorf(`--source %q: want "cluster" or "dir:PATH"`, o.Source))
 	}
-	return nil
+	return step.ValidationErrors(errs...)
 }

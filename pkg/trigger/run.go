@@ -11,18 +11,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kiln-dev/kiln/pkg/apis"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // Run starts the trigger.
@@ -33,8 +32,8 @@ func Run(ctx context.Context, o Options) error {
 	if o.Source != "cluster" {
 		return runLocal(ctx, o, os.Stdout)
 	}
-	ctrl.SetLogger(zap.New())
-	cfg, err := restConfig(o.Kubeconfig)
+	// The logger is the command line's (cmd/cli: --zap-* flags).
+	cfg, err := step.LoadRESTConfig(o.Kubeconfig)
 	if err != nil {
 		return err
 	}
@@ -43,13 +42,6 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		return rest.InClusterConfig()
-	}
-	return clientcmd.BuildConfigFromFlags("", kubeconfig)
 }
 
 // NewManager builds the controller manager with the trigger's reconcilers

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/cmd/cli"
+
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -27,7 +29,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/pkg/bootimage"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -49,11 +50,11 @@ func mustStatus(t *testing.T, c client.Client, o client.Object) {
 }
 
 // runStep runs one kiln-steps subcommand in process, exactly as
-// cmd/steps does (step.Main with that stage's Runner).
-func runStep(t *testing.T, cmd step.Command, args ...string) (int, string) {
+// cmd/steps does (cmd/cli's kiln-steps tree).
+func runStep(t *testing.T, stage string, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
-	code := step.Main(t.Context(), "kiln-steps", []step.Command{cmd}, append([]string{cmd.Name}, args...), step.Streams{Out: &out, Err: &out})
+	code := cli.Execute(t.Context(), cli.NewSteps(), append([]string{stage}, args...), &out, &out)
 	return code, out.String()
 }
 

@@ -50,7 +50,7 @@ func saUser(task string) string { return "system:serviceaccount:" + installNS + 
 
 // TestRBACMatchesSteps renders config/ with krusty, applies its
 // namespaces, CRDs and RBAC to test/env's real apiserver, and runs each
-// stage's real step code (step.Main with the stage's Runner, as cmd/steps
+// stage's real step code (cmd/cli's kiln-steps tree, as cmd/steps
 // does) against it through a proxy that impersonates the Task's
 // ServiceAccount and records every request. For each stage it requires:
 //   - the step succeeds and did what it should (no rule is missing);
@@ -209,7 +209,7 @@ func renderStage(t *testing.T, admin client.Client, kubeconfig string) {
 		},
 	})
 	work, results := t.TempDir(), t.TempDir()
-	code, out := runStep(t, step.Command{Name: step.StageRender, New: render.NewStep},
+	code, out := runStep(t, step.StageRender,
 		"--source", "cluster", "--kubeconfig", kubeconfig, "--pool", "infra", "--work", work, "--results-dir", results)
 	if code != step.ExitOK {
 		t.Fatalf("render as kiln-render: exit %d\n%s", code, out)
@@ -283,10 +283,10 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 		args := append([]string{"--source", "cluster", "--kubeconfig", kubeconfig, "--pool", pool, "--image", image,
 			"--public-key", pub, "--insecure-registry", e.Registry.Host, "--work", work, "--results-dir", results,
 			"--timeout", "90s", "--settle-timeout", "60s"}, extra...)
-		code, out := runStep(t, step.Command{Name: step.StageRollout, New: func() step.Runner { return &rollout.StepOptions{} }}, args...)
+		code, out := runStep(t, step.StageRollout, args...)
 		return code, result(t, results, "ROLLOUT_STATE"), out
 	}
-	if code, state, out := run(images[0]); code != step.ExitFailure || state != rollout.StateRolledBack {
+	if code, state, out := run(images[0]); code != step.ExitRolledBack || state != rollout.StateRolledBack {
 		t.Fatalf("first rollout (node degrades): exit %d, state %s, want a rollback\n%s", code, state, out)
 	}
 	mc := &mcfgv1.MachineConfig{}
@@ -313,7 +313,7 @@ func bootImagesStage(t *testing.T, admin client.Client, kubeconfig string) {
 	run := func() {
 		t.Helper()
 		work, results := t.TempDir(), t.TempDir()
-		code, out := runStep(t, step.Command{Name: step.StageBootImages, New: func() step.Runner { return &bootimage.Options{} }},
+		code, out := runStep(t, step.StageBootImages,
 			"--source", "cluster", "--kubeconfig", kubeconfig, "--work", work, "--results-dir", results,
 			"--stable-timeout", "20s", "--default-arch", "x86_64")
 		if code != step.ExitOK || result(t, results, bootimage.ResultPatched) != "1" {
@@ -376,9 +376,9 @@ func kmodSignStage(t *testing.T, e *env.Env, kubeconfig string) {
 	}
 	cert, key := env.ModuleSigningPair(t, "kiln rbac test signer")
 	cosignKey, cosignPass := cosignKeyFiles(t)
-	code, out := runStep(t, step.Command{Name: step.StageKmodSign, New: func() step.Runner { return &kmod.SignOptions{} }},
+	code, out := runStep(t, step.StageKmodSign,
 		"--source", "cluster", "--kubeconfig", kubeconfig, "--pool", "rbac", "--work", work, "--results-dir", results,
-		"--cert-file", cert, "--key-file", key, "--insecure-registry", e.Registry.Host,
+		"--module-cert", cert, "--module-key", key, "--insecure-registry", e.Registry.Host,
 		"--key", cosignKey, "--key-password-file", cosignPass)
 	if code != step.ExitOK {
 		t.Fatalf("kmod-sign as kiln-kmod-sign: exit %d\n%s", code, out)
@@ -495,7 +495,7 @@ func capiStage(t *testing.T, admin client.Client, kubeconfig string) {
 	}}
 	mustCreate(t, admin, tmpl, ms)
 	work, results := t.TempDir(), t.TempDir()
-	code, out := runStep(t, step.Command{Name: step.StageBootImages, New: func() step.Runner { return &bootimage.Options{} }},
+	code, out := runStep(t, step.StageBootImages,
 		"--source", "cluster", "--kubeconfig", kubeconfig, "--work", work, "--results-dir", results,
 		"--stable-timeout", "20s", "--default-arch", "x86_64", "--capi-mode", "All")
 	if code != step.ExitOK || result(t, results, bootimage.ResultPatched) != "1" {

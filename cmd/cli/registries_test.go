@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -44,7 +44,7 @@ func TestUnreadableRegistriesFolderFailsFirst(t *testing.T) {
 			args := append([]string{c.stage, "--work=" + work, "--pool=worker", "--results-dir=" + filepath.Join(work, "results"),
 				"--insecure-registry=" + host, "--registries-config=" + missing}, c.args...)
 			var out, errs bytes.Buffer
-			code := step.Main(context.Background(), "kiln-steps", commands, args, step.Streams{Out: &out, Err: &errs})
+			code := Execute(context.Background(), NewSteps(), args, &out, &errs)
 			if code == step.ExitOK {
 				t.Fatalf("exit %d with a missing registries folder; stderr: %s", code, errs.String())
 			}

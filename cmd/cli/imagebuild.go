@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+func newImageBuildCommand(env lookupEnv) *cobra.Command {
+	o := osimage.DefaultBuildOptions()
+	return newStage(stage{
+		name:  step.StageImageBuild,
+		short: "Build the layered OS image on the base image",
+		long: `Builds the pool's layered OS image: the rendered config's files, units and enablement links become
+one reproducible layer appended to --base (base blobs are mounted, never downloaded); a user
+Containerfile (--containerfile) or extensions select the buildah path. The image at the fingerprint
+tag (kiln-<fingerprint>) is reused only when kiln's identity (--public-key, or the keyless
+--certificate-* flags) signed it and attested exactly this build's inputs; anything else is rebuilt.
+
+Reads:   work/render/rendered.json, work/kmod/ (the kmod image, when one was built)
+Writes:  work/image/build.json
+Results: IMAGE_URL, IMAGE_DIGEST, REUSED, REUSE_REJECTED, BASE_IMAGE_ARTIFACT_INPUTS`,
+		example: `  kiln-steps image-build --pool worker --work /tmp/work --results-dir /tmp/results \
+    --base quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:<digest> \
+    --repository registry.example.com/os --public-key keys/cosign.pub`,
+		runner: o,
+		bind: func(fs *pflag.FlagSet) {
+			bindOptions(fs, env, &o.Options, true)
+			bindRegistry(fs, env, &o.RegistryOptions)
+			fs.StringVar(&o.Base, "base", o.Base, "base image to layer on, by digest preferably (required)")
+			fs.StringVar(&o.Repository, "repository", o.Repository, "repository that receives the image, e.g. quay.io/org/os (required)")
+			fs.StringVar(&o.PayloadBase, "payload-base", o.PayloadBase, "the release payload's OS image; when --base differs, --base must pass the preflight against it")
+			fs.StringSliceVar(&o.KmodDigests, "kmod-digest", o.KmodDigests, "digest of a kmod image baked into --base (repeatable)")
+			fs.StringVar(&o.Source, "source-url", o.Source, "org.opencontainers.image.source annotation")
+			fs.StringVar(&o.ExtensionsImage, "extensions-image", o.ExtensionsImage, "the payload's extensions image for extensions and kernelType (default: the rendered config's baseOSExtensionsContainerImage)")
+			fs.StringVar(&o.ContainerfilePath, "containerfile", o.ContainerfilePath, "file with user Containerfile content to add (selects the buildah path)")
+			fs.StringVar(&o.BuildahBin, "buildah", o.BuildahBin, "buildah binary")
+			bindIdentity(fs, &o.IdentityOptions)
+		},
+	})
+}

@@ -1,0 +1,33 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kiln-dev/kiln/pkg/report"
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+func newReportCommand(env lookupEnv) *cobra.Command {
+	o := report.DefaultOptions()
+	return newStage(stage{
+		name:  step.StageReport,
+		short: "Summarise the run: per-node table, events",
+		long: `The finally task of a kiln run: reads what every stage left in the work workspace and the status
+Tekton gives each task (--status, or stage=status arguments: the Task passes its statuses array as
+$(params.statuses[*])), and prints one Markdown table. It does not fail for a failed stage; that
+stage's task already did.
+
+Reads:   work/render/, work/kmod/, work/image/, work/rollout/, work/bootimages/
+Writes:  work/report/summary.md (also printed)
+Results: none`,
+		example: `  kiln-steps report --pool worker --work /tmp/work --aggregate Failed render=Succeeded image-build=Failed`,
+		runner:  o,
+		bind: func(fs *pflag.FlagSet) {
+			bindOptions(fs, env, &o.Options, true)
+			fs.StringArrayVar(&o.Statuses, "status", o.Statuses, "stage=status from $(tasks.<name>.status) (repeatable; also accepted as arguments)")
+			fs.StringVar(&o.Aggregate, "aggregate", o.Aggregate, "the run's $(tasks.status)")
+		},
+		args: func(args []string) { o.Statuses = append(o.Statuses, args...) },
+	})
+}

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kiln-dev/kiln/pkg/rollout"
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+func newRolloutCommand(env lookupEnv) *cobra.Command {
+	o := rollout.DefaultStepOptions()
+	return newStage(stage{
+		name:  step.StageRollout,
+		short: "Roll the image out to the pool through MCO",
+		long: `Rolls a verified image out to one MachineConfigPool through MCO's own API. --image is checked
+(a digest reference) before anything is asked, then against the signature policy as CRI-O will
+on the node; only then is the MachineConfig 99-kiln-<pool>-os-image written with osImageURL by
+digest. The step watches the pool and its MachineConfigNodes, supports a canary and a
+maxUnavailable override, and rolls back by itself when a node degrades or --timeout passes
+(exit code 4). With --source dir:PATH it writes the MachineConfig as a manifest instead (the
+GitOps change).
+
+Reads:   the pool and its nodes (cluster), or the pool's manifest (--source dir:PATH)
+Writes:  work/rollout/timeline.json, work/rollout/policy/; work/rollout/<MachineConfig>.yaml with
+         --source dir:PATH
+Results: ROLLOUT_STATE, UPDATED_NODES`,
+		example: `  kiln-steps rollout --pool worker --work /tmp/work --results-dir /tmp/results \
+    --image registry.example.com/os@sha256:<64 hex> --public-key keys/cosign.pub --canary 1 --timeout 2h`,
+		runner: o,
+		bind: func(fs *pflag.FlagSet) {
+			bindOptions(fs, env, &o.Options, true)
+			bindKube(fs, &o.Kube)
+			bindRegistry(fs, env, &o.Registry)
+			fs.StringVar(&o.Image, "image", o.Image, "image to roll out, repository@sha256:<64 hex> (required)")
+			fs.StringVar(&o.MaxUnavailable, "max-unavailable", o.MaxUnavailable, "override the pool's maxUnavailable during the rollout (number or percent)")
+			fs.IntVar(&o.Canary, "canary", o.Canary, "update this many nodes first, pause, check them, then continue")
+			fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "roll back when the pool has not updated by then")
+			fs.DurationVar(&o.SettleTimeout, "settle-timeout", o.SettleTimeout, "how long to wait for the pool after a rollback")
+			fs.StringVar(&o.PolicyKey, "public-key", o.PolicyKey, "cosign public key the signature policy requires (as verify)")
+		},
+	})
+}

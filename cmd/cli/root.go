@@ -1,0 +1,170 @@
+// Package cli holds the command trees of kiln's two binaries, kiln-steps
+// and trigger, on cobra. cmd/steps and cmd/trigger only call Main; tests
+// outside cmd/ (examples/, test/install, external test packages) run
+// exactly what the binaries run through Execute.
+//
+// Flag parsing lives here and nowhere under pkg/: each subcommand binds
+// the flags of one pkg/ options struct (with the struct's defaults, or an
+// environment variable's value, as the flag's default), calls the
+// struct's Validate before any I/O, then its Run.
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+// Binary names.
+const (
+	StepsName   = "kiln-steps"
+	TriggerName = "trigger"
+)
+
+// lookupEnv reads an environment default; tests and the docs generator
+// pass their own.
+type lookupEnv func(string) (string, bool)
+
+// NewSteps returns the kiln-steps command tree, with environment defaults
+// read from the process environment.
+func NewSteps() *cobra.Command { return newSteps(os.LookupEnv) }
+
+// NewTrigger returns the trigger command tree.
+func NewTrigger() *cobra.Command { return newTrigger(os.LookupEnv) }
+
+func newSteps(env lookupEnv) *cobra.Command {
+	// Subcommands are listed in pipeline order, as added.
+	cobra.EnableCommandSorting = false
+	root := &cobra.Command{
+		Use:   StepsName,
+		Short: "The steps of kiln's Tekton Tasks: one subcommand per stage",
+		Long: `kiln-steps is the one binary behind every step of kiln's Tekton Tasks: one subcommand per
+stage of the node-image pipeline, listed in pipeline order. Each reads and writes the "work"
+workspace (--work) and writes its Tekton results into --results-dir, as DESIGN §3 describes:
+render/ (rendered.json, inputs.json), kmod/, image/, rollout/, bootimages/, report/.`,
+		Example: `  # render pool worker from a folder of manifests, then build its image
+  kiln-steps render --pool worker --source dir:examples/cluster --work /tmp/work --results-dir /tmp/results
+  kiln-steps image-build --pool worker --work /tmp/work --results-dir /tmp/results \
+    --base "$(cat /tmp/results/BASE_IMAGE)" --repository registry.example.com/os
+
+  # the flags of one stage
+  kiln-steps help rollout`,
+		// No Args: cobra then reports an unknown subcommand (exit 2).
+	}
+	root.AddCommand(
+		newRenderCommand(env), newKmodBuildCommand(env), newKmodSignCommand(env), newImageBuildCommand(env),
+		newImageSignCommand(env), newVerifyCommand(env), newRolloutCommand(env), newBootImagesCommand(env),
+		newReportCommand(env),
+	)
+	setupRoot(root)
+	return root
+}
+
+// setupRoot gives a tree the behaviour both binaries share: help and
+// version on stdout, errors on stderr, the exit-code table in every help,
+// usage errors (bad flag, bad argument) typed so they exit 2.
+func setupRoot(root *cobra.Command) {
+	root.Version = versionString()
+	root.SetVersionTemplate("{{.Version}}")
+	root.SilenceUsage = true
+	root.SilenceErrors = true
+	root.CompletionOptions.HiddenDefaultCmd = false
+	root.AddCommand(newVersionCommand())
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &step.UsageError{Err: err} })
+	root.SetUsageTemplate(root.UsageTemplate() + exitCodesHelp())
+	// cobra adds help and completion when it executes, after Execute set
+	// the output streams (completion captures them when it is added).
+	walk(root, func(c *cobra.Command) {
+		if c.Args != nil {
+			c.Args = usageArgs(c.Args)
+		}
+	})
+}
+
+func walk(c *cobra.Command, fn func(*cobra.Command)) {
+	fn(c)
+	for _, s := range c.Commands() {
+		walk(s, fn)
+	}
+}
+
+// exitCodesHelp is the exit-code table as a help section.
+func exitCodesHelp() string {
+	var b bytes.Buffer
+	b.WriteString("\nExit codes:\n")
+	step.WriteExitCodes(&b)
+	return b.String()
+}
+
+// usageArgs makes an argument validator's error a usage error (exit 2).
+func usageArgs(f cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := f(cmd, args); err != nil {
+			var u *step.UsageError
+			if errors.As(err, &u) {
+				return err
+			}
+			return &step.UsageError{Err: err}
+		}
+		return nil
+	}
+}
+
+// ranError marks an error returned by a command's own run (not by cobra's
+// parsing), so Execute knows cobra did not fail on the command line.
+type ranError struct{ err error }
+
+func (e *ranError) Error() string { return e.err.Error() }
+func (e *ranError) Unwrap() error { return e.err }
+
+// Execute runs root with args and returns the exit code. Help and version
+// go to out; errors go to errw, one line prefixed with the command path,
+// plus a hint for usage errors.
+func Execute(ctx context.Context, root *cobra.Command, args []string, out, errw io.Writer) int {
+	root.SetArgs(args)
+	root.SetOut(out)
+	root.SetErr(errw)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return step.ExitOK
+	}
+	code := step.CodeOf(err)
+	var ran *ranError
+	if !errors.As(err, &ran) {
+		// cobra's own errors (unknown command, flag or argument) are
+		// usage errors whatever their type.
+		code = step.ExitUsage
+	}
+	if cmd == nil {
+		cmd = root
+	}
+	fmt.Fprintf(errw, "%s: %s\n", cmd.CommandPath(), oneLine(err))
+	if code == step.ExitUsage {
+		fmt.Fprintf(errw, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return code
+}
+
+// oneLine joins a multi-error (errors.Join) into one line.
+func oneLine(err error) string {
+	return strings.Join(strings.Split(strings.TrimSpace(err.Error()), "\n"), "; ")
+}
+
+// Main runs a binary's tree on the process's arguments and exits; SIGINT
+// and SIGTERM cancel its context.
+func Main(newRoot func() *cobra.Command) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := Execute(ctx, newRoot(), os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

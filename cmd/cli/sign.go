@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+func newImageSignCommand(env lookupEnv) *cobra.Command {
+	o := signing.DefaultSignOptions()
+	return newStage(stage{
+		name:  step.StageImageSign,
+		short: "Sign the image and attach SLSA provenance with cosign",
+		long: `Signs the layered OS image with cosign (--key, a mounted Secret; or --keyless with Fulcio and
+Rekor) and attaches an in-toto SLSA v1 provenance attestation of its inputs (rendered config hash,
+base digest, kmod digests, run id), in cosign's registry layout so "cosign verify --key" and
+"cosign verify-attestation --key" accept them. --image must be the image image-build described.
+
+Reads:   work/image/build.json
+Writes:  work/image/sign.json; the signature and attestation next to the image in its registry
+Results: SIGNATURE_REF, ATTESTATION_REF`,
+		example: `  kiln-steps image-sign --pool worker --work /tmp/work --results-dir /tmp/results \
+    --image "$(cat /tmp/results/IMAGE_URL)@$(cat /tmp/results/IMAGE_DIGEST)" \
+    --key keys/cosign.key --key-password-file keys/cosign.password`,
+		runner: o,
+		bind: func(fs *pflag.FlagSet) {
+			bindOptions(fs, env, &o.Options, true)
+			bindRegistry(fs, env, &o.RegistryOptions)
+			fs.StringVar(&o.Image, "image", o.Image, "image to sign, repository@sha256:<64 hex> (image-build's IMAGE_URL@IMAGE_DIGEST; required)")
+			bindAttest(fs, env, &o.AttestOptions)
+		},
+	})
+}
