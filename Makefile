@@ -25,9 +25,11 @@ all: build
 help: ## list targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
+# -buildvcs=auto: `version` prints the commit and its time even where the
+# environment's GOFLAGS turn VCS stamping off.
 build: ## build kiln-steps and trigger into bin/
-	go build $(GOFLAGS_BUILD) -o $(BIN)/kiln-steps ./cmd/steps
-	go build $(GOFLAGS_BUILD) -o $(BIN)/trigger ./cmd/trigger
+	go build $(GOFLAGS_BUILD) -buildvcs=auto -o $(BIN)/kiln-steps ./cmd/steps
+	go build $(GOFLAGS_BUILD) -buildvcs=auto -o $(BIN)/trigger ./cmd/trigger
 
 tools: ## install test tools: Debian packages, kube-apiserver, controller-gen
 	bash hack/tools.sh

@@ -50,7 +50,7 @@ func newSteps(env lookupEnv) *cobra.Command {
 		Short: "The steps of kiln's Tekton Tasks: one subcommand per stage",
 		Long: `kiln-steps is the one binary behind every step of kiln's Tekton Tasks: one subcommand per
 stage of the node-image pipeline, listed in pipeline order. Each reads and writes the "work"
-workspace (--work) and writes its Tekton results into --results-dir, as DESIGN §3 describes:
+workspace (--work) and writes its Tekton results into --results-dir:
 render/ (rendered.json, inputs.json), kmod/, image/, rollout/, bootimages/, report/.`,
 		Example: `  # render pool worker from a folder of manifests, then build its image
   kiln-steps render --pool worker --source dir:examples/cluster --work /tmp/work --results-dir /tmp/results
