@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -114,4 +115,35 @@ func (in *MCOInputs) Predict(ctx context.Context, image string) (*Prediction, er
 	}
 	sum := sha256.Sum256(b)
 	return &Prediction{Config: res.Config, Inputs: res.Inputs, Hash: "sha256:" + hex.EncodeToString(sum[:])}, nil
+}
+
+// PredictionRecord is image-sign's record of the prediction it attested
+// (image/prediction.json): rollout checks that its own prediction for the
+// image it rolls out is this one.
+type PredictionRecord struct {
+	Image string `json:"image"`
+	Name  string `json:"name"`
+	Hash  string `json:"hash"`
+}
+
+// PredictionPath is image/prediction.json in ws.
+func PredictionPath(ws step.Workspace) string {
+	return filepath.Join(ws.StageDir(step.StageImageSign), "prediction.json")
+}
+
+// ReadPredictionRecord reads image-sign's record; ok is false when there is
+// none (image-sign did not run in this workspace).
+func ReadPredictionRecord(ws step.Workspace) (PredictionRecord, bool, error) {
+	var r PredictionRecord
+	b, err := os.ReadFile(PredictionPath(ws))
+	if errors.Is(err, os.ErrNotExist) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, fmt.Errorf("reading image-sign's prediction: %w", err)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, false, fmt.Errorf("decoding %s: %w", PredictionPath(ws), err)
+	}
+	return r, true, nil
 }

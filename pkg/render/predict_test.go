@@ -100,8 +100,8 @@ func TestPredictSelectsAsMCO(t *testing.T) {
 		wantInputs []string
 		check      func(t *testing.T, p *Prediction)
 	}{{
-		name: "a custom pool selecting the worker role merges worker's kiln MachineConfig too (MCO does not know kiln.dev/managed)",
-		pool: poolSelecting("infra", "worker", "infra"),
+		name:    "a custom pool selecting the worker role merges worker's kiln MachineConfig too (MCO does not know kiln.dev/managed)",
+		pool:    poolSelecting("infra", "worker", "infra"),
 		configs: []*mcfgv1.MachineConfig{testMC("00-worker", "worker", ""), workerMC, testMC("00-infra", "infra", "")},
 		// Worker-role MCs first, then the rest: infra's own kiln MC still wins osImageURL.
 		wantInputs: []string{"00-worker", "99-kiln-worker-os-image", "00-infra", "99-kiln-infra-os-image"},

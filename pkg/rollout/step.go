@@ -34,6 +34,23 @@ type StepOptions struct {
 	SettleTimeout  time.Duration
 	// PolicyKey is the cosign public key the policy requires.
 	PolicyKey string
+	// DriftGate is enforce, warn or off (drift.go); default
+	// DefaultDriftGate, "" means the default.
+	DriftGate string
+}
+
+// Validate checks the shared options and the rollout's own.
+func (o *StepOptions) Validate() error {
+	if err := o.Options.Validate(); err != nil {
+		return err
+	}
+	if o.DriftGate == "" {
+		return nil
+	}
+	if err := ValidDriftGate(o.DriftGate); err != nil {
+		return &step.UsageError{Err: fmt.Errorf("--drift-gate: %w", err)}
+	}
+	return nil
 }
 
 // AddFlags registers the rollout flags.
@@ -47,6 +64,7 @@ func (o *StepOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.Timeout, "timeout", time.Hour, "roll back when the pool has not updated by then")
 	fs.DurationVar(&o.SettleTimeout, "settle-timeout", 30*time.Minute, "how long to wait for the pool after a rollback")
 	fs.StringVar(&o.PolicyKey, "public-key", "/etc/kiln/verify/cosign.pub", "cosign public key the signature policy requires (as verify)")
+	fs.StringVar(&o.DriftGate, "drift-gate", DefaultDriftGate, "before any node moves, compare MCO's rendered config with kiln's prediction: enforce (stop on a difference), warn (record it and go on) or off")
 }
 
 // Run verifies the image and rolls it out: to the cluster, or with
@@ -87,7 +105,15 @@ func (o *StepOptions) runCluster(ctx context.Context, s step.Streams, v Verifier
 		return Result{State: StateRefused}, err
 	}
 	rc := Config{Client: c, Pool: o.Pool, Image: o.Image, Canary: o.Canary, Timeout: o.Timeout,
-		SettleTimeout: o.SettleTimeout, Verifier: v, Out: s.Out}
+		SettleTimeout: o.SettleTimeout, Verifier: v, Out: s.Out, DriftGate: o.DriftGate}
+	if rc.DriftGate == "" {
+		rc.DriftGate = DefaultDriftGate
+	}
+	if rc.DriftGate != DriftGateOff {
+		if rc.Prediction, err = o.predict(ctx); err != nil {
+			return Result{State: StateRefused}, err
+		}
+	}
 	if o.MaxUnavailable != "" {
 		mu := intstr.Parse(o.MaxUnavailable)
 		rc.MaxUnavailable = &mu
@@ -112,11 +138,10 @@ func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier)
 	if err != nil {
 		return Result{State: StateRefused}, err
 	}
-	role, err := roleOf(pool)
+	mc, err := desiredMC(pool, o.Image, "")
 	if err != nil {
 		return Result{State: StateRefused}, err
 	}
-	mc := desiredMC(MachineConfigName(o.Pool), role, o.Pool, o.Image, "")
 	mc.APIVersion, mc.Kind = mcfgv1.GroupVersion.String(), "MachineConfig"
 	b, err := yaml.Marshal(mc)
 	if err != nil {
@@ -152,6 +177,14 @@ func (o *StepOptions) report(out string, res Result) error {
 		return err
 	}
 	if err := r.Set("UPDATED_NODES", strconv.Itoa(res.UpdatedNodes)); err != nil {
+		return err
+	}
+	if res.Gate != "" {
+		if err := r.Set("DRIFT_GATE", res.Gate); err != nil {
+			return err
+		}
+	}
+	if err := writeDrift(out, res.Drift); err != nil {
 		return err
 	}
 	return r.Write()
