@@ -99,6 +99,11 @@ func (h *harness) poolWith(name string, n int, ps poolSpec) {
 	ctx := context.Background()
 	role := map[string]string{rollout.RoleLabel: name}
 	objs := []client.Object{
+		// The MCs before the pool, so its first render has them all.
+		&mcfgv1.MachineConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "00-" + name, Labels: role},
+			Spec:       mcfgv1.MachineConfigSpec{OSImageURL: payloadImage, Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}},
+		},
 		&mcfgv1.MachineConfigPool{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ps.annotations},
 			Spec: mcfgv1.MachineConfigPoolSpec{
@@ -107,16 +112,12 @@ func (h *harness) poolWith(name string, n int, ps poolSpec) {
 				Paused:                ps.paused,
 			},
 		},
-		&mcfgv1.MachineConfig{
-			ObjectMeta: metav1.ObjectMeta{Name: "00-" + name, Labels: role},
-			Spec:       mcfgv1.MachineConfigSpec{OSImageURL: payloadImage, Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}},
-		},
 	}
-	if len(ps.kargs) > 0 {
-		objs = append(objs, &mcfgv1.MachineConfig{
+	if len(ps.kargs) > 0 { // before the pool, so the first render has it
+		objs = append([]client.Object{&mcfgv1.MachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: "50-" + name + "-kargs", Labels: role},
 			Spec:       mcfgv1.MachineConfigSpec{KernelArguments: ps.kargs, Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}},
-		})
+		}}, objs...)
 	}
 	for i := range n {
 		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
@@ -136,7 +137,8 @@ func (h *harness) poolWith(name string, n int, ps poolSpec) {
 		}
 	}
 	h.waitPool(name, func(p *mcfgv1.MachineConfigPool) bool {
-		return p.Status.MachineCount == int32(n) && p.Status.UpdatedMachineCount == int32(n) && p.Status.Configuration.Name != ""
+		return p.Status.MachineCount == int32(n) && p.Status.UpdatedMachineCount == int32(n) && p.Status.Configuration.Name != "" &&
+			p.Status.Configuration.Name == p.Spec.Configuration.Name
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -72,6 +74,13 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		return fmt.Errorf("signing %s: work/image/build.json describes %s; refusing to attest inputs of another image", o.Image, rec.Ref)
 	}
 	in := SignInput{Image: o.Image, Inputs: rec.Inputs, RunID: o.RunID}
+	pred, err := o.predict(ctx)
+	if err != nil {
+		return err
+	}
+	if pred != nil {
+		in.Byproducts = []trust.Dependency{{Name: PredictedConfigByproduct, URI: "machineconfig:" + pred.Name, Digest: pred.Hash}}
+	}
 	if o.Keyless {
 		in.Keyless = &KeylessOptions{FulcioURL: o.FulcioURL, RekorURL: o.RekorURL, IDTokenPath: o.IDTokenPath}
 	} else {
@@ -106,7 +115,40 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := results.Set("ATTESTATION_REF", res.AttestationRef); err != nil {
 		return err
 	}
+	if pred != nil {
+		if err := results.Set("PREDICTED_RENDERED_NAME", pred.Name); err != nil {
+			return err
+		}
+		b, _ := json.MarshalIndent(pred, "", "  ")
+		if err := os.WriteFile(render.PredictionPath(o.Workspace()), b, 0o644); err != nil {
+			return fmt.Errorf("writing the prediction record: %w", err)
+		}
+		p.Printf("predicted rendered config with this image: %s", pred.Name)
+	}
 	return results.Write()
+}
+
+// PredictedConfigByproduct names the drift gate's prediction among the
+// provenance's runDetails.byproducts.
+const PredictedConfigByproduct = "predicted-rendered-config"
+
+// predict is the drift gate's prediction for the image (render.Predict):
+// computed here because this is the first stage that knows the digest and
+// the one that attests. nil when render left no mco-inputs.json (a
+// workspace from before the gate); rollout then predicts by itself.
+func (o *SignOptions) predict(ctx context.Context) (*render.PredictionRecord, error) {
+	in, err := render.ReadMCOInputs(o.Workspace())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("signing %s: %w", o.Image, err)
+	}
+	p, err := in.Predict(ctx, o.Image)
+	if err != nil {
+		return nil, fmt.Errorf("signing %s: %w", o.Image, err)
+	}
+	return &render.PredictionRecord{Image: o.Image, Name: p.Config.Name, Hash: p.Hash}, nil
 }
 
 // VerifyOptions are the flags of `kiln-steps verify`.
