@@ -81,7 +81,9 @@ func holdPool(ctx context.Context, c client.Client, pool *mcfgv1.MachineConfigPo
 		pool.Annotations = mergeMaps(pool.Annotations, map[string]string{GatePausedAnnot: strconv.FormatBool(pool.Spec.Paused)})
 	}
 	pool.Spec.Paused = true
-	if err := c.Patch(ctx, pool, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+	// A merge patch of just these two fields: MCO writes the pool's status
+	// all the time, so a resourceVersion precondition would only conflict.
+	if err := c.Patch(ctx, pool, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("pausing MachineConfigPool %s for the drift gate: %w", pool.Name, err)
 	}
 	return nil
