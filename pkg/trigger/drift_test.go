@@ -3,17 +3,22 @@ package trigger
 import (
 	"context"
 	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	knativeapis "knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -121,4 +126,52 @@ func driftCount(t *testing.T, pool string) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestAlertsUseTriggerMetrics: every kiln_ metric the trigger's
+// PrometheusRule alerts on is one the trigger exports, drift included.
+func TestAlertsUseTriggerMetrics(t *testing.T) {
+	names := map[string]bool{}
+	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
+	for _, c := range []prometheus.Collector{metricCreated, metricCancelled, metricReverts, metricErrors, metricDrift} {
+		ch := make(chan *prometheus.Desc, 4)
+		c.Describe(ch)
+		close(ch)
+		for d := range ch {
+			if m := fq.FindStringSubmatch(d.String()); m != nil {
+				names[m[1]] = true
+			}
+		}
+	}
+	var rule struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct {
+					Alert string `json:"alert"`
+					Expr  string `json:"expr"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	b, err := os.ReadFile(filepath.Join(env.RepoRoot(), "config", "manager", "prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &rule); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			for _, m := range regexp.MustCompile(`kiln_[a-z_]+`).FindAllString(r.Expr, -1) {
+				if !names[m] {
+					t.Errorf("alert %s uses %s, which the trigger does not export", r.Alert, m)
+				}
+				found = found || (m == "kiln_rollout_drift_total" && r.Alert == "KilnRolloutDrift")
+			}
+		}
+	}
+	if !found {
+		t.Error("no KilnRolloutDrift alert on kiln_rollout_drift_total")
+	}
 }
