@@ -150,7 +150,8 @@ func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier)
 	if err := os.WriteFile(filepath.Join(out, mc.Name+".yaml"), b, 0o644); err != nil {
 		return Result{}, fmt.Errorf("writing %s: %w", mc.Name, err)
 	}
-	return Result{State: StateWritten}, nil
+	// No MCO here to compare with: the gate needs a cluster.
+	return Result{State: StateWritten, Gate: GateOff}, nil
 }
 
 // StateWritten: local mode wrote the MachineConfig manifest.
@@ -179,10 +180,12 @@ func (o *StepOptions) report(out string, res Result) error {
 	if err := r.Set("UPDATED_NODES", strconv.Itoa(res.UpdatedNodes)); err != nil {
 		return err
 	}
-	if res.Gate != "" {
-		if err := r.Set("DRIFT_GATE", res.Gate); err != nil {
-			return err
-		}
+	gate := res.Gate
+	if gate == "" { // refused or failed before the gate
+		gate = GateSkipped
+	}
+	if err := r.Set("DRIFT_GATE", gate); err != nil {
+		return err
 	}
 	if err := writeDrift(out, res.Drift); err != nil {
 		return err
