@@ -24,7 +24,7 @@ var commands = []step.Command{
 	{Name: step.StageKmodBuild, Summary: "build the day-0 kernel-module image (ModuleDay0 build)", New: func() step.Runner { return &kmod.BuildOptions{} }},
 	{Name: step.StageKmodSign, Summary: "sign the kernel modules in the kmod image (ModuleDay0 sign)", New: func() step.Runner { return &kmod.SignOptions{} }},
 	{Name: step.StageImageBuild, Summary: "build the layered OS image on the base image", New: func() step.Runner { return &osimage.BuildOptions{} }},
-	{Name: step.StageImageSign, Summary: "sign the image and attach SLSA provenance with cosign", New: func() step.Runner { return &signing.SignOptions{} }},
+	{Name: step.StageImageSign, Summary: "sign the image and attach SLSA provenance with cosign", New: func() step.Runner { return &signing.SignOptions{Predict: render.PredictFromWorkspace} }},
 	{Name: step.StageVerify, Summary: "verify the image against a containers policy.json", New: func() step.Runner { return &signing.VerifyOptions{} }},
 	{Name: step.StageRollout, Summary: "roll the image out to the pool through MCO", New: func() step.Runner { return &rollout.StepOptions{} }},
 	{Name: step.StageBootImages, Summary: "update the MachineSets' boot images", New: func() step.Runner { return &bootimage.Options{} }},

@@ -13,6 +13,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
 // The drift gate (README "Drift gate") needs the name MCO will give the
@@ -120,15 +121,11 @@ func (in *MCOInputs) Predict(ctx context.Context, image string) (*Prediction, er
 // PredictionRecord is image-sign's record of the prediction it attested
 // (image/prediction.json): rollout checks that its own prediction for the
 // image it rolls out is this one.
-type PredictionRecord struct {
-	Image string `json:"image"`
-	Name  string `json:"name"`
-	Hash  string `json:"hash"`
-}
+type PredictionRecord = trust.Prediction
 
 // PredictionPath is image/prediction.json in ws.
 func PredictionPath(ws step.Workspace) string {
-	return filepath.Join(ws.StageDir(step.StageImageSign), "prediction.json")
+	return filepath.Join(ws.StageDir(step.StageImageSign), trust.PredictionFile)
 }
 
 // ReadPredictionRecord reads image-sign's record; ok is false when there is
@@ -146,4 +143,23 @@ func ReadPredictionRecord(ws step.Workspace) (PredictionRecord, bool, error) {
 		return r, false, fmt.Errorf("decoding %s: %w", PredictionPath(ws), err)
 	}
 	return r, true, nil
+}
+
+// PredictFromWorkspace is image-sign's prediction hook
+// (signing.SignOptions.Predict): the prediction for image from render's
+// mco-inputs.json in ws, nil when render left none (a workspace from
+// before the drift gate; rollout then predicts by itself).
+func PredictFromWorkspace(ctx context.Context, ws step.Workspace, image string) (*trust.Prediction, error) {
+	in, err := ReadMCOInputs(ws)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := in.Predict(ctx, image)
+	if err != nil {
+		return nil, err
+	}
+	return &trust.Prediction{Image: image, Name: p.Config.Name, Hash: p.Hash}, nil
 }

@@ -63,7 +63,8 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	t.Setenv("KILN_TEST_SIGN_PW", "pw")
 	var out bytes.Buffer
 	o := &SignOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"}, RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
-		SigningOptions: step.SigningOptions{KeyPath: keyPath, PasswordEnv: "KILN_TEST_SIGN_PW"}, Image: image, RunID: "run-1"}
+		SigningOptions: step.SigningOptions{KeyPath: keyPath, PasswordEnv: "KILN_TEST_SIGN_PW"}, Image: image, RunID: "run-1",
+		Predict: render.PredictFromWorkspace}
 	if err := o.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

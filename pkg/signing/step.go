@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -33,6 +31,9 @@ type SignOptions struct {
 	FulcioURL   string
 	RekorURL    string
 	IDTokenPath string
+	// Predict, when set, predicts the pool's next rendered name for the
+	// image (the drift gate): kiln-steps sets render.PredictFromWorkspace.
+	Predict Predictor
 }
 
 // AddFlags registers image-sign's flags.
@@ -120,7 +121,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 			return err
 		}
 		b, _ := json.MarshalIndent(pred, "", "  ")
-		if err := os.WriteFile(render.PredictionPath(o.Workspace()), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, trust.PredictionFile), b, 0o644); err != nil {
 			return fmt.Errorf("writing the prediction record: %w", err)
 		}
 		p.Printf("predicted rendered config with this image: %s", pred.Name)
@@ -132,23 +133,23 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 // provenance's runDetails.byproducts.
 const PredictedConfigByproduct = "predicted-rendered-config"
 
-// predict is the drift gate's prediction for the image (render.Predict):
-// computed here because this is the first stage that knows the digest and
-// the one that attests. nil when render left no mco-inputs.json (a
-// workspace from before the gate); rollout then predicts by itself.
-func (o *SignOptions) predict(ctx context.Context) (*render.PredictionRecord, error) {
-	in, err := render.ReadMCOInputs(o.Workspace())
-	if errors.Is(err, os.ErrNotExist) {
+// Predictor is the drift gate's prediction for image from the workspace
+// (render.PredictFromWorkspace; nil result when there is nothing to
+// predict from). A hook rather than an import: pkg/render's tests import
+// pkg/kmod, which imports this package.
+type Predictor func(ctx context.Context, ws step.Workspace, image string) (*trust.Prediction, error)
+
+// predict runs the hook; image-sign is where it runs because it is the
+// first stage that knows the digest and the one that attests.
+func (o *SignOptions) predict(ctx context.Context) (*trust.Prediction, error) {
+	if o.Predict == nil {
 		return nil, nil
 	}
+	p, err := o.Predict(ctx, o.Workspace(), o.Image)
 	if err != nil {
-		return nil, fmt.Errorf("signing %s: %w", o.Image, err)
+		return nil, fmt.Errorf("signing %s: predicting the rendered config: %w", o.Image, err)
 	}
-	p, err := in.Predict(ctx, o.Image)
-	if err != nil {
-		return nil, fmt.Errorf("signing %s: %w", o.Image, err)
-	}
-	return &render.PredictionRecord{Image: o.Image, Name: p.Config.Name, Hash: p.Hash}, nil
+	return p, nil
 }
 
 // VerifyOptions are the flags of `kiln-steps verify`.
