@@ -2,6 +2,8 @@
 // through MCO's own API (seeds 001 and 003): it writes the osImageURL
 // MachineConfig, follows the pool and its MachineConfigNodes (seed 004)
 // until every node runs the image, and rolls back by itself on failure.
+// Before any node may update, the drift gate (drift.go) checks that MCO
+// rendered the config kiln predicted for the image.
 package rollout
 
 import (
