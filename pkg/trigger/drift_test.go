@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -174,4 +175,24 @@ func TestAlertsUseTriggerMetrics(t *testing.T) {
 	if !found {
 		t.Error("no KilnRolloutDrift alert on kiln_rollout_drift_total")
 	}
+}
+
+// FuzzParseDriftGate: whatever driftGate holds, an accepted value gives
+// every pool a valid mode or none.
+func FuzzParseDriftGate(f *testing.F) {
+	for _, s := range []string{"warn", "off", "\"*\": enforce\ninfra: off\n", "infra: true", "- a", "{}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		m, err := parseDriftGate(v)
+		if err != nil {
+			return
+		}
+		c := Config{DriftGate: m}
+		for _, pool := range []string{"worker", "infra", "*"} {
+			if mode := c.DriftGateFor(pool); mode != "" && rollout.ValidDriftGate(mode) != nil {
+				t.Fatalf("driftGate %q gives pool %s mode %q", v, pool, mode)
+			}
+		}
+	})
 }
