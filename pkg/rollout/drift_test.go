@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/test/mcosim"
 )
@@ -104,6 +105,33 @@ func TestDriftGate(t *testing.T) {
 		h.assertEvent("warned", rollout.EventReasonDrift, res.Drift.Rendered)
 	})
 
+	t.Run("a run that crashed while the gate held the pool compares on resume", func(t *testing.T) {
+		h.t = t
+		h.poolWith("resumed", 1, poolSpec{kargs: unsorted})
+		cfg := h.config("resumed", image(26))
+		// The crashed run had paused the pool and written kiln's MachineConfig.
+		h.patchPool("resumed", func(p *mcfgv1.MachineConfigPool) {
+			p.Annotations = map[string]string{rollout.GatePausedAnnot: "false"}
+			p.Spec.Paused = true
+		})
+		p := h.waitPool("resumed", func(*mcfgv1.MachineConfigPool) bool { return true })
+		mc, err := render.OSImageConfig(p, image(26))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.admin.Create(ctx, mc); err != nil {
+			t.Fatal(err)
+		}
+		res, err := rollout.Run(ctx, cfg)
+		if err != nil || res.State != rollout.StateUnchanged || res.Gate != rollout.GatePassed {
+			t.Fatalf("state %s, gate %s: %v; want Unchanged (nothing written) with the gate passed", res.State, res.Gate, err)
+		}
+		if p := h.waitPool("resumed", func(*mcfgv1.MachineConfigPool) bool { return true }); p.Spec.Paused || p.Annotations[rollout.GatePausedAnnot] != "" {
+			t.Errorf("paused %v, annotations %v", p.Spec.Paused, p.Annotations)
+		}
+		h.assertNodesOn("resumed", res.Rendered)
+	})
+
 	t.Run("off: no gate, MCO's config rolls out", func(t *testing.T) {
 		h.t = t
 		h.poolWith("ungated", 1, poolSpec{annotations: quirk, kargs: unsorted})
@@ -114,6 +142,19 @@ func TestDriftGate(t *testing.T) {
 			t.Fatalf("state %s, gate %s: %v", res.State, res.Gate, err)
 		}
 	})
+}
+
+func (h *harness) patchPool(name string, edit func(*mcfgv1.MachineConfigPool)) {
+	h.t.Helper()
+	p := &mcfgv1.MachineConfigPool{}
+	if err := h.admin.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+		h.t.Fatal(err)
+	}
+	base := p.DeepCopy()
+	edit(p)
+	if err := h.admin.Patch(context.Background(), p, client.MergeFrom(base)); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 // assertNodesOn: every node of the pool runs and wants rendered.

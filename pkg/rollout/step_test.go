@@ -86,6 +86,26 @@ func TestRolloutStep(t *testing.T) {
 		t.Errorf("timeline.json: %v, %d events", err, len(tl))
 	}
 
+	// A prediction other than the one image-sign attested is refused
+	// before anything is written.
+	h.poolWith("attested", 1, poolSpec{})
+	code, out, res, _ = h.runStepWith("attested", signed, kubeconfig, pub, e.Registry.Host, func(work string) {
+		b, _ := json.Marshal(trust.Prediction{Image: signed, Name: "rendered-attested-0123"})
+		path := filepath.Join(work, "image", trust.PredictionFile)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if code != step.ExitFailure || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "image-sign attested rendered-attested-0123 for "+signed) {
+		t.Errorf("another attested prediction: exit %d, results %v\n%s", code, res, out)
+	}
+	if mc := h.kilnMC("attested"); mc != nil {
+		t.Errorf("kiln's MachineConfig was written for a refused prediction")
+	}
+
 	// The drift gate through the step: mcosim's render quirk on one pool.
 	h.poolWith("stepdrift", 2, poolSpec{annotations: quirk, kargs: unsorted})
 	code, out, res, work = h.runStep("stepdrift", signed, kubeconfig, pub, e.Registry.Host)
@@ -121,8 +141,14 @@ func runReport(t *testing.T, work, pool string) string {
 // runStep runs `kiln-steps rollout` for pool in a fresh work folder
 // holding what render saves for the drift gate.
 func (h *harness) runStep(pool, image, kubeconfig, pub, registryHost string, flags ...string) (int, string, map[string]string, string) {
+	return h.runStepWith(pool, image, kubeconfig, pub, registryHost, func(string) {}, flags...)
+}
+
+// runStepWith is runStep with prepare called on the work folder first.
+func (h *harness) runStepWith(pool, image, kubeconfig, pub, registryHost string, prepare func(work string), flags ...string) (int, string, map[string]string, string) {
 	t := h.t
 	work, results := t.TempDir(), t.TempDir()
+	prepare(work)
 	b, err := json.Marshal(h.mcoInputs(pool))
 	if err != nil {
 		t.Fatal(err)
