@@ -132,6 +132,27 @@ func TestDriftGate(t *testing.T) {
 		h.assertNodesOn("resumed", res.Rendered)
 	})
 
+	t.Run("without a prediction the gate refuses before any write, unless there is nothing to write", func(t *testing.T) {
+		h.t = t
+		h.pool("unpredicted", 1)
+		cfg := h.config("unpredicted", image(27))
+		cfg.Prediction = nil
+		before := h.writes.Load()
+		res, err := rollout.Run(ctx, cfg)
+		if err == nil || !strings.Contains(err.Error(), "needs kiln's prediction") || res.State != rollout.StateRefused || h.writes.Load() != before {
+			t.Fatalf("state %s, %d writes: %v", res.State, h.writes.Load()-before, err)
+		}
+		off := h.config("unpredicted", image(27))
+		off.DriftGate, off.Prediction = rollout.DriftGateOff, nil
+		if _, err := rollout.Run(ctx, off); err != nil {
+			t.Fatal(err)
+		}
+		// The image is out: a run of the same image writes nothing and needs no prediction.
+		if res, err := rollout.Run(ctx, cfg); err != nil || res.State != rollout.StateUnchanged || res.Gate != rollout.GateSkipped {
+			t.Errorf("second run: state %s, gate %s: %v", res.State, res.Gate, err)
+		}
+	})
+
 	t.Run("off: no gate, MCO's config rolls out", func(t *testing.T) {
 		h.t = t
 		h.poolWith("ungated", 1, poolSpec{annotations: quirk, kargs: unsorted})

@@ -42,7 +42,9 @@ type Config struct {
 	// DriftGate is enforce, warn or off (drift.go); "" means enforce.
 	DriftGate string
 	// Prediction is the rendered config MCO is expected to make with the
-	// image (render.MCOInputs.Predict); the gate needs it unless off.
+	// image (render.MCOInputs.Predict); the gate needs it unless off, but
+	// only when it has something to compare: a run that writes nothing
+	// (kiln's MachineConfig already names the image) runs without it.
 	Prediction *render.Prediction
 }
 
@@ -105,8 +107,6 @@ func (cfg Config) validate() error {
 		return fmt.Errorf("rollout: canary %d is negative", cfg.Canary)
 	case ValidDriftGate(cfg.DriftGate) != nil:
 		return fmt.Errorf("rollout: %w", ValidDriftGate(cfg.DriftGate))
-	case cfg.DriftGate != DriftGateOff && (cfg.Prediction == nil || cfg.Prediction.Config == nil):
-		return fmt.Errorf("rollout: the drift gate (%s) needs kiln's prediction of the rendered config", cfg.DriftGate)
 	}
 	return nil
 }
@@ -238,7 +238,13 @@ func (r *roller) apply(ctx context.Context, pool *mcfgv1.MachineConfigPool) (app
 	// The drift gate holds the pool before kiln's MachineConfig exists, so
 	// no node can target MCO's render of it before the gate has looked.
 	_, r.held = pool.Annotations[GatePausedAnnot]
-	if r.gateOn() && !r.held && !r.namesImage(ctx) {
+	gated := r.gateOn() && (r.held || !r.namesImage(ctx))
+	if gated && (r.cfg.Prediction == nil || r.cfg.Prediction.Config == nil) {
+		// Checked only now: a run with nothing to write needs no prediction.
+		return applyResult{}, errors.Join(fmt.Errorf("rollout: the drift gate (%s) needs kiln's prediction of the rendered config (render's mco-inputs.json); --drift-gate=off skips it", r.cfg.DriftGate),
+			restoreMaxUnavailable(ctx, r.cfg.Client, r.cfg.Pool))
+	}
+	if gated && !r.held {
 		if err := holdPool(ctx, r.cfg.Client, pool); err != nil {
 			return applyResult{}, errors.Join(err, restoreMaxUnavailable(ctx, r.cfg.Client, r.cfg.Pool))
 		}
