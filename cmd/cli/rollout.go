@@ -18,13 +18,17 @@ func newRolloutCommand(env lookupEnv) *cobra.Command {
 on the node; only then is the MachineConfig 99-kiln-<pool>-os-image written with osImageURL by
 digest. The step watches the pool and its MachineConfigNodes, supports a canary and a
 maxUnavailable override, and rolls back by itself when a node degrades or --timeout passes
-(exit code 4). With --source dir:PATH it writes the MachineConfig as a manifest instead (the
-GitOps change).
+(exit code 4). Before any node moves, the drift gate holds the pool paused while MCO renders
+kiln's MachineConfig and compares MCO's rendered name with kiln's prediction; with
+--drift-gate=enforce a difference stops the rollout, takes the MachineConfig back and writes
+the diff (exit code 6). With --source dir:PATH it writes the MachineConfig as a manifest
+instead (the GitOps change).
 
-Reads:   the pool and its nodes (cluster), or the pool's manifest (--source dir:PATH)
-Writes:  work/rollout/timeline.json, work/rollout/policy/; work/rollout/<MachineConfig>.yaml with
-         --source dir:PATH
-Results: ROLLOUT_STATE, UPDATED_NODES`,
+Reads:   the pool and its nodes (cluster), or the pool's manifest (--source dir:PATH);
+         work/render/mco-inputs.json, work/image/prediction.json
+Writes:  work/rollout/timeline.json, work/rollout/policy/, work/rollout/drift.txt and
+         drift.json on a drift; work/rollout/<MachineConfig>.yaml with --source dir:PATH
+Results: ROLLOUT_STATE, UPDATED_NODES, DRIFT_GATE`,
 		example: `  kiln-steps rollout --pool worker --work /tmp/work --results-dir /tmp/results \
     --image registry.example.com/os@sha256:<64 hex> --public-key keys/cosign.pub --canary 1 --timeout 2h`,
 		runner: o,
@@ -38,6 +42,7 @@ Results: ROLLOUT_STATE, UPDATED_NODES`,
 			fs.DurationVar(&o.Timeout, "timeout", o.Timeout, "roll back when the pool has not updated by then")
 			fs.DurationVar(&o.SettleTimeout, "settle-timeout", o.SettleTimeout, "how long to wait for the pool after a rollback")
 			fs.StringVar(&o.PolicyKey, "public-key", o.PolicyKey, "cosign public key the signature policy requires (as verify)")
+			fs.StringVar(&o.DriftGate, "drift-gate", o.DriftGate, "before any node moves, compare MCO's rendered config with kiln's prediction: enforce (stop on a difference), warn (record it and go on) or off")
 		},
 	})
 }

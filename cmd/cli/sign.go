@@ -4,12 +4,16 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 func newImageSignCommand(env lookupEnv) *cobra.Command {
 	o := signing.DefaultSignOptions()
+	// pkg/signing cannot import pkg/render (render's tests import kmod,
+	// which imports signing): the drift gate's prediction is wired here.
+	o.Predict = render.PredictFromWorkspace
 	return newStage(stage{
 		name:  step.StageImageSign,
 		short: "Sign the image and attach SLSA provenance with cosign",
@@ -19,8 +23,10 @@ base digest, kmod digests, run id), in cosign's registry layout so "cosign verif
 "cosign verify-attestation --key" accept them. --image must be the image image-build described.
 
 Reads:   work/image/build.json
-Writes:  work/image/sign.json; the signature and attestation next to the image in its registry
-Results: SIGNATURE_REF, ATTESTATION_REF`,
+Writes:  work/image/sign.json, work/image/prediction.json (the pool's next rendered name with
+         this image, for rollout's drift gate, from work/render/mco-inputs.json); the signature
+         and attestation next to the image in its registry
+Results: SIGNATURE_REF, ATTESTATION_REF, PREDICTED_RENDERED_NAME`,
 		example: `  kiln-steps image-sign --pool worker --work /tmp/work --results-dir /tmp/results \
     --image "$(cat /tmp/results/IMAGE_URL)@$(cat /tmp/results/IMAGE_DIGEST)" \
     --key keys/cosign.key --key-password-file keys/cosign.password`,

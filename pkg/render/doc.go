@@ -69,4 +69,10 @@
 //     has a UID (it has none in a directory of manifests).
 //   - Render never contacts a container registry: osImageURL is recorded as
 //     given, tag or digest (MCO warns about tags); pkg/payload resolves tags.
+//
+// Request.AsMCO turns the two differences that change the rendered name off
+// (kiln's own MCs are selected, remote sources are not fetched): the drift
+// gate's prediction (predict.go, MCOInputs.Predict) and test/mcosim render
+// that way, so the name kiln predicts is the name MCO gives. CompareRendered
+// (diff.go) explains a name that differs anyway.
 package render

@@ -23,6 +23,13 @@ type Request struct {
 	Fetcher *Fetcher
 	// OnInput, when set, is called for each input MC in merge order.
 	OnInput func(i int, mc *mcfgv1.MachineConfig)
+	// AsMCO renders as MCO's render controller itself does, without kiln's
+	// two deliberate differences that change the rendered name: kiln's own
+	// osImageURL MachineConfigs are selected (SelectAsMCO), and remote
+	// sources are left as they are for the node's Ignition instead of being
+	// fetched and embedded. The drift gate's prediction (Predict) and
+	// test/mcosim render this way; kiln's own render does not.
+	AsMCO bool
 }
 
 // Result is a rendered config and what it was made of.
@@ -49,7 +56,7 @@ func Render(ctx context.Context, req Request) (*Result, error) {
 }
 
 func render(ctx context.Context, req Request) (*Result, error) {
-	inputs, err := Select(req.Pool, req.Configs)
+	inputs, err := selectConfigs(req.Pool, req.Configs, !req.AsMCO)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +70,7 @@ func render(ctx context.Context, req Request) (*Result, error) {
 		if req.OnInput != nil {
 			req.OnInput(i, mc)
 		}
-		if ps[i], err = parseMC(ctx, snapshotter{f: f, mc: mc.Name, inflated: inflated}, mc); err != nil {
+		if ps[i], err = parseMC(ctx, snapshotter{f: f, mc: mc.Name, inflated: inflated, keep: req.AsMCO}, mc); err != nil {
 			return nil, err
 		}
 	}

@@ -41,6 +41,19 @@ const (
 // raises a SelectingAll event and renders nothing. So is a selector matching
 // no MC, and a selected MC without labels.
 func Select(pool *mcfgv1.MachineConfigPool, all []*mcfgv1.MachineConfig) ([]*mcfgv1.MachineConfig, error) {
+	return selectConfigs(pool, all, true)
+}
+
+// SelectAsMCO is Select without kiln's one exception: MCO does not know
+// kiln.dev/managed, so it merges kiln's osImageURL MachineConfigs (this
+// pool's, and those of any other pool its selector matches, e.g. worker's
+// for a custom pool that selects the worker role) like any other MC. The
+// drift gate's prediction and test/mcosim select this way.
+func SelectAsMCO(pool *mcfgv1.MachineConfigPool, all []*mcfgv1.MachineConfig) ([]*mcfgv1.MachineConfig, error) {
+	return selectConfigs(pool, all, false)
+}
+
+func selectConfigs(pool *mcfgv1.MachineConfigPool, all []*mcfgv1.MachineConfig, skipManaged bool) ([]*mcfgv1.MachineConfig, error) {
 	sel := pool.Spec.MachineConfigSelector
 	if sel == nil || (len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0) {
 		return nil, fmt.Errorf("MachineConfigPool %q: spec.machineConfigSelector is empty: it selects no MachineConfig", pool.Name)
@@ -63,7 +76,7 @@ func Select(pool *mcfgv1.MachineConfigPool, all []*mcfgv1.MachineConfig) ([]*mcf
 		if err != nil {
 			return nil, err
 		}
-		if managed {
+		if managed && skipManaged {
 			continue
 		}
 		if mc.Labels[RoleLabel] == workerRole {

@@ -30,6 +30,9 @@ type snapshotter struct {
 	// inflated is shared by all MCs of one render: it bounds the bytes
 	// render decompresses in total, whatever the number of sources.
 	inflated *ignres.Limit
+	// keep leaves the config as it is (Request.AsMCO): MCO neither fetches
+	// remote sources nor checks their hashes.
+	keep bool
 }
 
 // inflationLimit is the budget of one render's source checks.
@@ -43,6 +46,9 @@ func inflationLimit() *ignres.Limit {
 // file, append and CA source as a data: URL. The result has no remote links.
 // Every hash is checked over the decompressed content, as Ignition does.
 func (s snapshotter) config(ctx context.Context, cfg ign35types.Config, where string, depth int) (ign35types.Config, error) {
+	if s.keep {
+		return cfg, nil
+	}
 	if depth > maxConfigDepth {
 		return cfg, fmt.Errorf("MachineConfig %q: %signition.config: references nest deeper than %d", s.mc, where, maxConfigDepth)
 	}

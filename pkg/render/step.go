@@ -57,8 +57,8 @@ func (o *StepOptions) Validate() error {
 	return step.ValidationErrors(append(errs, o.Options.Validate(), o.KubeOptions.Validate())...)
 }
 
-// Run renders the pool and writes rendered.json, inputs.json and the
-// results. Nothing is written unless every check passed.
+// Run renders the pool and writes rendered.json, inputs.json,
+// mco-inputs.json (the drift gate's, predict.go) and the results. Nothing is written unless every check passed.
 func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -103,6 +103,10 @@ type Output struct {
 	// Module is the pool's ModuleDay0, if one selects it; the kmod stages
 	// read it from the workspace.
 	Module *kmmv1beta1.ModuleDay0
+	// MCO is what the drift gate's prediction reads (predict.go): saved
+	// here because the prediction needs the image digest, known only after
+	// image-build.
+	MCO *MCOInputs
 }
 
 // Run renders pool from objs and prepares the stage's outputs. Progress
@@ -120,9 +124,9 @@ func Run(ctx context.Context, objs *Objects, pool string, f *Fetcher, p *step.Pr
 	if err != nil {
 		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)
 	}
+	defaults := Defaults{OSImageURL: facts.BaseOSImage, ExtensionsImage: facts.ExtensionsImage, ReleaseVersion: facts.ReleaseVersion}
 	res, err := Render(ctx, Request{
-		Pool: mcp, Configs: objs.Configs, Fetcher: f,
-		Defaults: Defaults{OSImageURL: facts.BaseOSImage, ExtensionsImage: facts.ExtensionsImage, ReleaseVersion: facts.ReleaseVersion},
+		Pool: mcp, Configs: objs.Configs, Fetcher: f, Defaults: defaults,
 		OnInput: func(i int, mc *mcfgv1.MachineConfig) {
 			if p != nil {
 				p.Printf("input %d: MachineConfig %s", i+1, mc.Name)
@@ -132,7 +136,11 @@ func Run(ctx context.Context, objs *Objects, pool string, f *Fetcher, p *step.Pr
 	if err != nil {
 		return nil, err
 	}
-	out := &Output{Result: res, Module: mod}
+	mco, err := NewMCOInputs(mcp, objs.Configs, defaults)
+	if err != nil {
+		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)
+	}
+	out := &Output{Result: res, Module: mod, MCO: mco}
 	if err := out.record(objs, mcp, mod); err != nil {
 		return nil, err
 	}
@@ -214,6 +222,11 @@ func (out *Output) Write(ws step.Workspace, r *step.Results) error {
 		return fmt.Errorf("encoding inputs: %w", err)
 	}
 	files := map[string][]byte{ws.RenderedPath(): rendered, ws.InputsPath(): inputs}
+	if out.MCO != nil {
+		if files[MCOInputsPath(ws)], err = json.MarshalIndent(out.MCO, "", "  "); err != nil {
+			return fmt.Errorf("encoding the prediction's inputs: %w", err)
+		}
+	}
 	if out.Module != nil {
 		if files[ws.ModuleDay0Path()], err = json.MarshalIndent(out.Module, "", "  "); err != nil {
 			return fmt.Errorf("encoding ModuleDay0: %w", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/bootimage"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -95,6 +96,12 @@ var details = map[string]func(step.Workspace) (string, error){
 		var tl []rollout.Event
 		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), &tl); !ok || err != nil {
 			return "", err
+		}
+		var d render.Drift
+		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), rollout.DriftJSON), &d); err != nil {
+			return "", err
+		} else if ok {
+			return fmt.Sprintf("drift gate: MCO rendered %s, kiln predicted %s (see Conditions); %s", d.Rendered, d.Predicted, nodeSummary(tl)), nil
 		}
 		return nodeSummary(tl), nil
 	},

@@ -56,8 +56,13 @@ func (o *Options) Run(_ context.Context, s step.Streams) error {
 	if outcome == "" {
 		outcome = "status unknown"
 	}
+	conds, err := Conditions(ws)
+	if err != nil {
+		return err
+	}
 	var buf bytes.Buffer
 	Markdown(&buf, o.Pool, outcome, rows)
+	MarkdownConditions(&buf, conds)
 	dir, err := ws.Ensure(step.StageReport)
 	if err != nil {
 		return err

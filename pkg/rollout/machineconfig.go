@@ -2,6 +2,8 @@
 // through MCO's own API (seeds 001 and 003): it writes the osImageURL
 // MachineConfig, follows the pool and its MachineConfigNodes (seed 004)
 // until every node runs the image, and rolls back by itself on failure.
+// Before any node may update, the drift gate (drift.go) checks that MCO
+// rendered the config kiln predicted for the image.
 package rollout
 
 import (
@@ -11,8 +13,9 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kiln-dev/kiln/pkg/render"
 )
 
 // Labels and annotations kiln puts on the MachineConfig it owns.
@@ -25,33 +28,9 @@ const (
 	previousImageNoneVal = "" // the MC did not exist before: roll back by deleting it
 )
 
-// MachineConfigName is the MachineConfig kiln writes for a pool. The 99-
-// prefix sorts it after every other MC of the role, so its osImageURL wins
-// MCO's last-non-empty rule.
-func MachineConfigName(pool string) string { return "99-kiln-" + pool + "-os-image" }
-
-// roleOf returns the role label value the pool selects MCs by; kiln's MC
-// must carry it or MCO would not merge it into the pool.
-func roleOf(pool *mcfgv1.MachineConfigPool) (string, error) {
-	sel := pool.Spec.MachineConfigSelector
-	if sel != nil {
-		if role, ok := sel.MatchLabels[RoleLabel]; ok && role != "" {
-			return role, nil
-		}
-		for _, e := range sel.MatchExpressions {
-			if e.Key == RoleLabel && e.Operator == metav1.LabelSelectorOpIn && len(e.Values) > 0 {
-				// A custom pool selecting [worker, infra] is served by its own name.
-				for _, v := range e.Values {
-					if v == pool.Name {
-						return v, nil
-					}
-				}
-				return e.Values[len(e.Values)-1], nil
-			}
-		}
-	}
-	return "", fmt.Errorf("MachineConfigPool %s: spec.machineConfigSelector has no %s label to give kiln's MachineConfig", pool.Name, RoleLabel)
-}
+// MachineConfigName is the MachineConfig kiln writes for a pool
+// (render.OSImageConfigName: the prediction merges the same object).
+func MachineConfigName(pool string) string { return render.OSImageConfigName(pool) }
 
 // applyResult says what applyImage did.
 type applyResult struct {
@@ -67,16 +46,16 @@ type applyResult struct {
 // its osImageURL is image. It writes at most once, and not at all when the
 // MC already has the image (a second run with the same digest is a no-op).
 func applyImage(ctx context.Context, c client.Client, pool *mcfgv1.MachineConfigPool, image string) (applyResult, error) {
-	role, err := roleOf(pool)
+	want, err := desiredMC(pool, image, previousImageNoneVal)
 	if err != nil {
 		return applyResult{}, err
 	}
-	name := MachineConfigName(pool.Name)
+	name := want.Name
 	mc := &mcfgv1.MachineConfig{}
 	err = c.Get(ctx, client.ObjectKey{Name: name}, mc)
 	switch {
 	case apierrors.IsNotFound(err):
-		mc = desiredMC(name, role, pool.Name, image, previousImageNoneVal)
+		mc = want
 		if err := c.Create(ctx, mc); err != nil {
 			return applyResult{}, fmt.Errorf("creating MachineConfig %s: %w", name, err)
 		}
@@ -88,7 +67,7 @@ func applyImage(ctx context.Context, c client.Client, pool *mcfgv1.MachineConfig
 	if mc.Spec.OSImageURL == image {
 		return res, nil
 	}
-	want := desiredMC(name, role, pool.Name, image, mc.Spec.OSImageURL)
+	want.Annotations[PreviousImageAnnot] = mc.Spec.OSImageURL
 	mc.Labels, mc.Annotations = mergeMaps(mc.Labels, want.Labels), mergeMaps(mc.Annotations, want.Annotations)
 	mc.Spec.OSImageURL = image
 	if err := c.Update(ctx, mc); err != nil { // resourceVersion guards against a concurrent writer
@@ -124,27 +103,20 @@ func restore(ctx context.Context, c client.Client, pool string, prev applyResult
 	return nil
 }
 
-func desiredMC(name, role, pool, image, previous string) *mcfgv1.MachineConfig {
-	annots := map[string]string{RolloutImageAnnot: image}
+// desiredMC is render's OSImageConfig (what MCO merges, and what the
+// drift gate's prediction merged) with kiln's bookkeeping annotations,
+// which MCO's merge does not read.
+func desiredMC(pool *mcfgv1.MachineConfigPool, image, previous string) (*mcfgv1.MachineConfig, error) {
+	mc, err := render.OSImageConfig(pool, image)
+	if err != nil {
+		return nil, err
+	}
+	mc.TypeMeta = metav1.TypeMeta{}
+	mc.Annotations = map[string]string{RolloutImageAnnot: image}
 	if previous != "" {
-		annots[PreviousImageAnnot] = previous
+		mc.Annotations[PreviousImageAnnot] = previous
 	}
-	return &mcfgv1.MachineConfig{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name,
-			Labels: map[string]string{
-				RoleLabel:    role,
-				ManagedLabel: "true",
-				PoolLabel:    pool,
-			},
-			Annotations: annots,
-		},
-		Spec: mcfgv1.MachineConfigSpec{
-			// An empty Ignition config: MCO's parser rejects an MC without one.
-			Config:     runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)},
-			OSImageURL: image,
-		},
-	}
+	return mc, nil
 }
 
 func mergeMaps(base, over map[string]string) map[string]string {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -38,6 +39,13 @@ type Config struct {
 	Verifier      Verifier
 	// Out receives progress: the node table on every change.
 	Out io.Writer
+	// DriftGate is enforce, warn or off (drift.go); "" means enforce.
+	DriftGate string
+	// Prediction is the rendered config MCO is expected to make with the
+	// image (render.MCOInputs.Predict); the gate needs it unless off, but
+	// only when it has something to compare: a run that writes nothing
+	// (kiln's MachineConfig already names the image) runs without it.
+	Prediction *render.Prediction
 }
 
 // States reported in ROLLOUT_STATE.
@@ -58,11 +66,19 @@ type Result struct {
 	// Rendered is the rendered config the pool reached with the image.
 	Rendered string
 	Timeline []Event
+	// Gate is what the drift gate did (GatePassed, …); Predicted is the
+	// name it compared with; Drift is the diff when MCO's name differed.
+	Gate      string
+	Predicted string
+	Drift     *render.Drift
 }
 
 // Run rolls cfg.Image out to cfg.Pool. On failure it rolls back and
 // returns an error naming the node, the condition and its message.
 func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.DriftGate == "" {
+		cfg.DriftGate = DefaultDriftGate
+	}
 	if err := cfg.validate(); err != nil {
 		return Result{State: StateRefused}, err
 	}
@@ -87,6 +103,8 @@ func (cfg Config) validate() error {
 		return fmt.Errorf("rollout: image %q is not a digest reference (repo@sha256:<64 hex>): a tag could move under the pool", cfg.Image)
 	case cfg.Canary < 0:
 		return fmt.Errorf("rollout: canary %d is negative", cfg.Canary)
+	case ValidDriftGate(cfg.DriftGate) != nil:
+		return fmt.Errorf("rollout: %w", ValidDriftGate(cfg.DriftGate))
 	}
 	return nil
 }
@@ -95,27 +113,110 @@ type roller struct {
 	cfg  Config
 	w    *watcher
 	prev applyResult
+	// held: the drift gate holds the pool paused (this run paused it, or
+	// a crashed run did and left GatePausedAnnot).
+	held bool
+	// gate is what the drift gate did; drift its diff (mode warn).
+	gate  string
+	drift *render.Drift
 }
 
 func (r *roller) run(ctx context.Context, pool *mcfgv1.MachineConfigPool) (Result, error) {
+	prevRendered := pool.Spec.Configuration.Name
 	applied, err := r.apply(ctx, pool)
 	if err != nil {
 		return Result{State: StateRefused}, err
 	}
 	deadline, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
+	if res, stop, err := r.runGate(ctx, deadline, pool, prevRendered); stop {
+		return res, err
+	}
 	rendered, err := r.progress(deadline, applied)
 	if err != nil {
 		return r.rollback(ctx, err)
 	}
 	if err := r.finish(ctx); err != nil {
-		return Result{State: StateSucceeded, Timeline: r.w.v.tracker.Timeline()}, err
+		return r.result(StateSucceeded, ""), err
 	}
 	state := StateSucceeded
 	if !applied.Changed {
 		state = StateUnchanged
 	}
-	return Result{State: state, UpdatedNodes: int(r.w.v.pool.Status.UpdatedMachineCount), Rendered: rendered, Timeline: r.w.v.tracker.Timeline()}, nil
+	res := r.result(state, rendered)
+	res.UpdatedNodes = int(r.w.v.pool.Status.UpdatedMachineCount)
+	return res, nil
+}
+
+// result is a Result with what the gate did.
+func (r *roller) result(state, rendered string) Result {
+	res := Result{State: state, Rendered: rendered, Timeline: r.w.v.tracker.Timeline(), Gate: r.gate, Drift: r.drift}
+	if r.cfg.Prediction != nil && r.cfg.Prediction.Config != nil && r.gate != GateOff {
+		res.Predicted = r.cfg.Prediction.Config.Name
+	}
+	return res
+}
+
+// runGate runs the drift gate when this run holds the pool; stop is true
+// when the rollout ends here (drift in mode enforce, or a failure while
+// waiting for MCO's render, which is undone the same careful way).
+func (r *roller) runGate(ctx, deadline context.Context, pool *mcfgv1.MachineConfigPool, prevRendered string) (Result, bool, error) {
+	switch {
+	case !r.gateOn():
+		r.gate = GateOff
+		if r.held { // a crashed run's hold, and the gate is now off
+			if err := releasePool(ctx, r.cfg.Client, r.cfg.Pool, true); err != nil {
+				res, rerr := r.rollback(ctx, err)
+				return res, true, rerr
+			}
+		}
+		return Result{}, false, nil
+	case !r.held:
+		r.gate = GateSkipped
+		return Result{}, false, nil
+	}
+	d, err := r.compare(deadline)
+	if err != nil {
+		res, rerr := r.undoGate(ctx, err)
+		return res, true, rerr
+	}
+	if d == nil {
+		r.gate = GatePassed
+		if err := releasePool(ctx, r.cfg.Client, r.cfg.Pool, true); err != nil {
+			res, rerr := r.rollback(ctx, err)
+			return res, true, rerr
+		}
+		return Result{}, false, nil
+	}
+	r.gate, r.drift = GateDrift, d
+	r.event(ctx, pool, d)
+	if r.cfg.DriftGate == DriftGateEnforce {
+		res, err := r.stopForDrift(ctx, d, prevRendered)
+		return res, true, err
+	}
+	fmt.Fprintf(r.cfg.Out, "drift gate (warn): going on with MCO's %s\n", d.Rendered)
+	if err := releasePool(ctx, r.cfg.Client, r.cfg.Pool, true); err != nil {
+		res, rerr := r.rollback(ctx, err)
+		return res, true, rerr
+	}
+	return Result{}, false, nil
+}
+
+// undoGate: the gate failed before comparing (MCO did not render in time,
+// or reported the render degraded); kiln's MachineConfig is taken back
+// while the pool is still held.
+func (r *roller) undoGate(ctx context.Context, cause error) (Result, error) {
+	res := r.result(StateRolledBack, "")
+	target := r.prev.Previous
+	if !r.prev.Existed {
+		target = "(payload default; kiln's MachineConfig deleted)"
+	}
+	if _, err := r.retreat(ctx); err != nil {
+		res.State = StateRollbackFailed
+		return res, fmt.Errorf("rollout of %s to pool %s failed: %w; rollback failed: %v", r.cfg.Image, r.cfg.Pool, cause, err)
+	}
+	res.Timeline = r.w.v.tracker.Timeline()
+	return res, fmt.Errorf("rollout of %s to pool %s failed: %w; rolled back to %s", r.cfg.Image, r.cfg.Pool, cause, target)
 }
 
 // apply writes kiln's MC (at most once) and the maxUnavailable override.
@@ -132,9 +233,24 @@ func (r *roller) apply(ctx context.Context, pool *mcfgv1.MachineConfigPool) (app
 			return applyResult{}, err
 		}
 	}
+	// The drift gate holds the pool before kiln's MachineConfig exists, so
+	// no node can target MCO's render of it before the gate has looked.
+	_, r.held = pool.Annotations[GatePausedAnnot]
+	gated := r.gateOn() && (r.held || !r.namesImage(ctx))
+	if gated && (r.cfg.Prediction == nil || r.cfg.Prediction.Config == nil) {
+		// Checked only now: a run with nothing to write needs no prediction.
+		return applyResult{}, errors.Join(fmt.Errorf("rollout: the drift gate (%s) needs kiln's prediction of the rendered config (render's mco-inputs.json); --drift-gate=off skips it", r.cfg.DriftGate),
+			restoreMaxUnavailable(ctx, r.cfg.Client, r.cfg.Pool))
+	}
+	if gated && !r.held {
+		if err := holdPool(ctx, r.cfg.Client, pool); err != nil {
+			return applyResult{}, errors.Join(err, restoreMaxUnavailable(ctx, r.cfg.Client, r.cfg.Pool))
+		}
+		r.held = true
+	}
 	res, err := applyImage(ctx, r.cfg.Client, pool, r.cfg.Image)
 	if err != nil {
-		return applyResult{}, errors.Join(err, restoreMaxUnavailable(ctx, r.cfg.Client, r.cfg.Pool))
+		return applyResult{}, errors.Join(err, restoreMaxUnavailable(ctx, r.cfg.Client, r.cfg.Pool), releasePool(ctx, r.cfg.Client, r.cfg.Pool, false))
 	}
 	r.prev = res
 	if !res.Changed {
@@ -145,6 +261,13 @@ func (r *roller) apply(ctx context.Context, pool *mcfgv1.MachineConfigPool) (app
 		}
 	}
 	return res, nil
+}
+
+// namesImage reports whether kiln's MachineConfig already names the image.
+func (r *roller) namesImage(ctx context.Context) bool {
+	mc := &mcfgv1.MachineConfig{}
+	err := r.cfg.Client.Get(ctx, client.ObjectKey{Name: MachineConfigName(r.cfg.Pool)}, mc)
+	return err == nil && mc.Spec.OSImageURL == r.cfg.Image
 }
 
 // progress waits for the canary (if any) and then the whole pool.
@@ -161,18 +284,19 @@ func (r *roller) progress(ctx context.Context, applied applyResult) (string, err
 	return rendered, r.w.waitFor(ctx, "pool "+r.cfg.Pool+" to update", r.poolUpdated(rendered))
 }
 
-// finish restores the maxUnavailable override and unpauses.
+// finish restores the maxUnavailable override and unpauses (ending a
+// drift gate hold a failure left).
 func (r *roller) finish(ctx context.Context) error {
 	return errors.Join(
 		restoreMaxUnavailable(ctx, r.cfg.Client, r.cfg.Pool),
-		setPaused(ctx, r.cfg.Client, r.cfg.Pool, false),
+		releasePool(ctx, r.cfg.Client, r.cfg.Pool, true),
 	)
 }
 
 // rollback restores the previous image, waits (bounded) for the pool to
 // settle, and returns the original failure with what was done about it.
 func (r *roller) rollback(ctx context.Context, cause error) (Result, error) {
-	res := Result{State: StateRolledBack, Timeline: r.w.v.tracker.Timeline()}
+	res := r.result(StateRolledBack, "")
 	target := r.prev.Previous
 	if !r.prev.Existed {
 		target = "(payload default; kiln's MachineConfig deleted)"

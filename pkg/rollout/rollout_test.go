@@ -33,7 +33,7 @@ func image(n int) string {
 // harness is one apiserver and one MCO stand-in shared by the subtests;
 // each subtest uses its own pool and nodes.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	kube   *env.Kube
 	admin  client.Client
 	writes atomic.Int64 // non-read requests made by the rollout's client
@@ -41,7 +41,7 @@ type harness struct {
 	sim    *mcosim.Sim
 }
 
-func newHarness(t *testing.T, stepDelay time.Duration) *harness {
+func newHarness(t testing.TB, stepDelay time.Duration) *harness {
 	k := env.StartKube(t)
 	h := &harness{t: t, kube: k, admin: k.Client}
 	cfg := rest.CopyConfig(k.Config)
@@ -84,22 +84,40 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // pool creates a pool named name with n Ready nodes and its base MC, and
 // waits until the stand-in reports it updated.
-func (h *harness) pool(name string, n int) {
+func (h *harness) pool(name string, n int) { h.poolWith(name, n, poolSpec{}) }
+
+// poolSpec is what a test pool has beyond its base MC.
+type poolSpec struct {
+	annotations map[string]string
+	paused      bool
+	// kargs are the kernel arguments of a second MC, 50-<pool>-kargs.
+	kargs []string
+}
+
+func (h *harness) poolWith(name string, n int, ps poolSpec) {
 	t := h.t
 	ctx := context.Background()
 	role := map[string]string{rollout.RoleLabel: name}
 	objs := []client.Object{
-		&mcfgv1.MachineConfigPool{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: mcfgv1.MachineConfigPoolSpec{
-				MachineConfigSelector: &metav1.LabelSelector{MatchLabels: role},
-				NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + name: ""}},
-			},
-		},
+		// The MCs before the pool, so its first render has them all.
 		&mcfgv1.MachineConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: "00-" + name, Labels: role},
 			Spec:       mcfgv1.MachineConfigSpec{OSImageURL: payloadImage, Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}},
 		},
+		&mcfgv1.MachineConfigPool{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ps.annotations},
+			Spec: mcfgv1.MachineConfigPoolSpec{
+				MachineConfigSelector: &metav1.LabelSelector{MatchLabels: role},
+				NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + name: ""}},
+				Paused:                ps.paused,
+			},
+		},
+	}
+	if len(ps.kargs) > 0 { // before the pool, so the first render has it
+		objs = append([]client.Object{&mcfgv1.MachineConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "50-" + name + "-kargs", Labels: role},
+			Spec:       mcfgv1.MachineConfigSpec{KernelArguments: ps.kargs, Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}},
+		}}, objs...)
 	}
 	for i := range n {
 		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
@@ -119,7 +137,8 @@ func (h *harness) pool(name string, n int) {
 		}
 	}
 	h.waitPool(name, func(p *mcfgv1.MachineConfigPool) bool {
-		return p.Status.MachineCount == int32(n) && p.Status.UpdatedMachineCount == int32(n) && p.Status.Configuration.Name != ""
+		return p.Status.MachineCount == int32(n) && p.Status.UpdatedMachineCount == int32(n) && p.Status.Configuration.Name != "" &&
+			p.Status.Configuration.Name == p.Spec.Configuration.Name
 	})
 }
 
@@ -137,12 +156,47 @@ func (h *harness) waitPool(name string, ok func(*mcfgv1.MachineConfigPool) bool)
 	return nil
 }
 
+// config is a rollout with the drift gate enforced, predicted from the
+// cluster as render would save it.
 func (h *harness) config(pool string, img string) rollout.Config {
 	return rollout.Config{
 		Client: h.kiln, Pool: pool, Image: img,
 		Timeout: 60 * time.Second, SettleTimeout: 30 * time.Second,
 		Verifier: acceptAll{}, Out: testWriter{h.t},
+		DriftGate: rollout.DriftGateEnforce, Prediction: h.predict(pool, img),
 	}
+}
+
+// mcoInputs reads what render saves for the prediction, from the cluster.
+func (h *harness) mcoInputs(pool string) *render.MCOInputs {
+	h.t.Helper()
+	ctx := context.Background()
+	p := &mcfgv1.MachineConfigPool{}
+	if err := h.admin.Get(ctx, client.ObjectKey{Name: pool}, p); err != nil {
+		h.t.Fatal(err)
+	}
+	list := &mcfgv1.MachineConfigList{}
+	if err := h.admin.List(ctx, list); err != nil {
+		h.t.Fatal(err)
+	}
+	all := make([]*mcfgv1.MachineConfig, len(list.Items))
+	for i := range list.Items {
+		all[i] = &list.Items[i]
+	}
+	in, err := render.NewMCOInputs(p, all, render.Defaults{OSImageURL: payloadImage})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return in
+}
+
+func (h *harness) predict(pool, img string) *render.Prediction {
+	h.t.Helper()
+	p, err := h.mcoInputs(pool).Predict(context.Background(), img)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return p
 }
 
 type acceptAll struct{}
@@ -153,7 +207,7 @@ type refuse struct{ reason string }
 
 func (r refuse) Verify(_ context.Context, img string) error { return errors.New(r.reason) }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log("\n" + strings.TrimRight(string(p), "\n"))

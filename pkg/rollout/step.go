@@ -33,6 +33,9 @@ type StepOptions struct {
 	SettleTimeout  time.Duration
 	// PolicyKey is the cosign public key the policy requires.
 	PolicyKey string
+	// DriftGate is enforce, warn or off (drift.go); default
+	// DefaultDriftGate, "" means the default.
+	DriftGate string
 }
 
 // Defaults of rollout's waits.
@@ -47,6 +50,7 @@ func DefaultStepOptions() *StepOptions {
 	return &StepOptions{
 		Options: step.DefaultOptions(), Kube: step.DefaultKubeOptions(),
 		Timeout: DefaultTimeout, SettleTimeout: DefaultSettleTimeout, PolicyKey: step.DefaultPublicKey,
+		DriftGate: DefaultDriftGate,
 	}
 }
 
@@ -67,6 +71,11 @@ func (o *StepOptions) Validate() error {
 		mu := intstr.Parse(o.MaxUnavailable)
 		if _, err := intstr.GetScaledValueFromIntOrPercent(&mu, 100, true); err != nil || (mu.Type == intstr.Int && mu.IntVal < 1) {
 			errs = append(errs, fmt.Errorf("--max-unavailable %q: want a node count of 1 or more, or a percent", o.MaxUnavailable))
+		}
+	}
+	if o.DriftGate != "" {
+		if err := ValidDriftGate(o.DriftGate); err != nil {
+			errs = append(errs, fmt.Errorf("--drift-gate: %w", err))
 		}
 	}
 	return step.ValidationErrors(errs...)
@@ -101,8 +110,14 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if werr := o.report(out, res); werr != nil && err == nil {
 		err = werr
 	}
-	if res.State == StateRolledBack && err != nil {
+	switch {
+	case err == nil:
+	case res.State == StateRolledBack:
 		err = step.RolledBack(err)
+	case res.State == StateDriftDetected:
+		// Only a clean stop: when taking kiln's MachineConfig back failed
+		// (RollbackFailed) the pool needs a person, exit 1.
+		err = step.Drift(err)
 	}
 	return err
 }
@@ -113,7 +128,15 @@ func (o *StepOptions) runCluster(ctx context.Context, s step.Streams, v Verifier
 		return Result{State: StateRefused}, err
 	}
 	rc := Config{Client: c, Pool: o.Pool, Image: o.Image, Canary: o.Canary, Timeout: o.Timeout,
-		SettleTimeout: o.SettleTimeout, Verifier: v, Out: s.Out}
+		SettleTimeout: o.SettleTimeout, Verifier: v, Out: s.Out, DriftGate: o.DriftGate}
+	if rc.DriftGate == "" {
+		rc.DriftGate = DefaultDriftGate
+	}
+	if rc.DriftGate != DriftGateOff {
+		if rc.Prediction, err = o.predict(ctx); err != nil {
+			return Result{State: StateRefused}, err
+		}
+	}
 	if o.MaxUnavailable != "" {
 		mu := intstr.Parse(o.MaxUnavailable)
 		rc.MaxUnavailable = &mu
@@ -135,11 +158,10 @@ func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier)
 	if err != nil {
 		return Result{State: StateRefused}, err
 	}
-	role, err := roleOf(pool)
+	mc, err := desiredMC(pool, o.Image, "")
 	if err != nil {
 		return Result{State: StateRefused}, err
 	}
-	mc := desiredMC(MachineConfigName(o.Pool), role, o.Pool, o.Image, "")
 	mc.APIVersion, mc.Kind = mcfgv1.GroupVersion.String(), "MachineConfig"
 	b, err := yaml.Marshal(mc)
 	if err != nil {
@@ -148,7 +170,8 @@ func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier)
 	if err := os.WriteFile(filepath.Join(out, mc.Name+".yaml"), b, 0o644); err != nil {
 		return Result{}, fmt.Errorf("writing %s: %w", mc.Name, err)
 	}
-	return Result{State: StateWritten}, nil
+	// No MCO here to compare with: the gate needs a cluster.
+	return Result{State: StateWritten, Gate: GateOff}, nil
 }
 
 // StateWritten: local mode wrote the MachineConfig manifest.
@@ -175,6 +198,16 @@ func (o *StepOptions) report(out string, res Result) error {
 		return err
 	}
 	if err := r.Set("UPDATED_NODES", strconv.Itoa(res.UpdatedNodes)); err != nil {
+		return err
+	}
+	gate := res.Gate
+	if gate == "" { // refused or failed before the gate
+		gate = GateSkipped
+	}
+	if err := r.Set("DRIFT_GATE", gate); err != nil {
+		return err
+	}
+	if err := writeDrift(out, res.Drift); err != nil {
 		return err
 	}
 	return r.Write()

@@ -63,18 +63,7 @@ func TestRolloutStep(t *testing.T) {
 	}
 
 	run := func(image string) (int, string, map[string]string, string) {
-		work, results := t.TempDir(), t.TempDir()
-		var out, errb bytes.Buffer
-		code := cli.Execute(t.Context(), cli.NewSteps(),
-			[]string{"rollout", "--source", "cluster", "--kubeconfig", kubeconfig, "--pool", "steps", "--image", image,
-				"--public-key", pub, "--insecure-registry", e.Registry.Host, "--work", work, "--results-dir", results, "--timeout", "1m"},
-			&out, &errb)
-		res := map[string]string{}
-		for _, n := range []string{"ROLLOUT_STATE", "UPDATED_NODES"} {
-			b, _ := os.ReadFile(filepath.Join(results, n))
-			res[n] = string(b)
-		}
-		return code, out.String() + errb.String(), res, work
+		return h.runStep("steps", image, kubeconfig, pub, e.Registry.Host)
 	}
 
 	code, out, res, _ := run(unsigned)
@@ -86,7 +75,7 @@ func TestRolloutStep(t *testing.T) {
 	}
 
 	code, out, res, work := run(signed)
-	if code != step.ExitOK || res["ROLLOUT_STATE"] != rollout.StateSucceeded || res["UPDATED_NODES"] != "2" {
+	if code != step.ExitOK || res["ROLLOUT_STATE"] != rollout.StateSucceeded || res["UPDATED_NODES"] != "2" || res["DRIFT_GATE"] != rollout.GatePassed {
 		t.Fatalf("signed image: exit %d, results %v\n%s", code, res, out)
 	}
 	if !strings.Contains(out, "NAME") || !strings.Contains(out, "UPDATEPREPARED") {
@@ -97,6 +86,92 @@ func TestRolloutStep(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &tl) != nil || len(updatedNodes(tl)) != 2 {
 		t.Errorf("timeline.json: %v, %d events", err, len(tl))
 	}
+
+	// A prediction other than the one image-sign attested is refused
+	// before anything is written.
+	h.poolWith("attested", 1, poolSpec{})
+	code, out, res, _ = h.runStepWith("attested", signed, kubeconfig, pub, e.Registry.Host, func(work string) {
+		b, _ := json.Marshal(trust.Prediction{Image: signed, Name: "rendered-attested-0123"})
+		path := filepath.Join(work, "image", trust.PredictionFile)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if code != step.ExitFailure || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "image-sign attested rendered-attested-0123 for "+signed) {
+		t.Errorf("another attested prediction: exit %d, results %v\n%s", code, res, out)
+	}
+	if mc := h.kilnMC("attested"); mc != nil {
+		t.Errorf("kiln's MachineConfig was written for a refused prediction")
+	}
+
+	// The drift gate through the step: mcosim's render quirk on one pool.
+	h.poolWith("stepdrift", 2, poolSpec{annotations: quirk, kargs: unsorted})
+	code, out, res, work = h.runStep("stepdrift", signed, kubeconfig, pub, e.Registry.Host)
+	if code != step.ExitDrift || res["ROLLOUT_STATE"] != rollout.StateDriftDetected || res["DRIFT_GATE"] != rollout.GateDrift ||
+		!strings.Contains(out, "drift detected") {
+		t.Fatalf("drift: exit %d, results %v\n%s", code, res, out)
+	}
+	diff, err := os.ReadFile(filepath.Join(work, "rollout", rollout.DriftText))
+	if err != nil || !strings.Contains(string(diff), "- spec.kernelArguments (kernel argument order)") || !strings.Contains(string(diff), "set by: MachineConfig 50-stepdrift-kargs") {
+		t.Errorf("rollout/drift.txt (%v):\n%s", err, diff)
+	}
+	summary := runReport(t, work, "stepdrift")
+	if !strings.Contains(summary, "- **DriftDetected=True** (RenderedConfigDiffers): pool stepdrift: MCO rendered rendered-stepdrift-") ||
+		!strings.Contains(summary, "| rollout | Failed | drift gate: MCO rendered rendered-stepdrift-") {
+		t.Errorf("report:\n%s", summary)
+	}
+	t.Logf("the DriftDetected report:\n%s\nrollout/drift.txt:\n%s", summary, diff)
+}
+
+// runReport runs the finally task's report on work, as after a failed rollout.
+func runReport(t *testing.T, work, pool string) string {
+	var out bytes.Buffer
+	code := cli.Execute(t.Context(), cli.NewSteps(),
+		[]string{"report", "--pool", pool, "--work", work, "--results-dir", t.TempDir(), "--aggregate", "Failed",
+			"render=Succeeded", "kmod-build=None", "kmod-sign=None", "image-build=Succeeded", "image-sign=Succeeded", "verify=Succeeded", "rollout=Failed", "bootimages=None"},
+		&out, &out)
+	if code != step.ExitOK {
+		t.Fatalf("report: exit %d\n%s", code, out.String())
+	}
+	return out.String()
+}
+
+// runStep runs `kiln-steps rollout` for pool in a fresh work folder
+// holding what render saves for the drift gate.
+func (h *harness) runStep(pool, image, kubeconfig, pub, registryHost string, flags ...string) (int, string, map[string]string, string) {
+	return h.runStepWith(pool, image, kubeconfig, pub, registryHost, func(string) {}, flags...)
+}
+
+// runStepWith is runStep with prepare called on the work folder first.
+func (h *harness) runStepWith(pool, image, kubeconfig, pub, registryHost string, prepare func(work string), flags ...string) (int, string, map[string]string, string) {
+	t := h.t
+	work, results := t.TempDir(), t.TempDir()
+	prepare(work)
+	b, err := json.Marshal(h.mcoInputs(pool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := step.Workspace{Root: work}
+	if err := os.MkdirAll(filepath.Dir(render.MCOInputsPath(ws)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(render.MCOInputsPath(ws), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := cli.Execute(t.Context(), cli.NewSteps(),
+		append([]string{"rollout", "--source", "cluster", "--kubeconfig", kubeconfig, "--pool", pool, "--image", image,
+			"--public-key", pub, "--insecure-registry", registryHost, "--work", work, "--results-dir", results, "--timeout", "1m"}, flags...),
+		&out, &errb)
+	res := map[string]string{}
+	for _, n := range []string{"ROLLOUT_STATE", "UPDATED_NODES", "DRIFT_GATE"} {
+		b, _ := os.ReadFile(filepath.Join(results, n))
+		res[n] = string(b)
+	}
+	return code, out.String() + errb.String(), res, work
 }
 
 func pushImage(t *testing.T, tag string) string {

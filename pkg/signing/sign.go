@@ -45,6 +45,10 @@ type SignInput struct {
 	Inputs trust.Inputs
 	// RunID is the PipelineRun or local run, recorded in runDetails.
 	RunID string
+	// Byproducts are recorded in runDetails.byproducts: the drift gate's
+	// predicted rendered config (image-sign). They are not inputs, so
+	// reuse does not depend on them.
+	Byproducts []trust.Dependency
 }
 
 // KeylessOptions configure keyless (Fulcio + Rekor) signing.
@@ -86,7 +90,7 @@ func Sign(ctx context.Context, r registry.Remote, in SignInput) (*SignResult, er
 	if err != nil {
 		return nil, fmt.Errorf("signing %s: %w", in.Image, err)
 	}
-	att, err := attestationFor(ctx, digest, sv, kl, in.Inputs, in.RunID)
+	att, err := attestationFor(ctx, digest, sv, kl, in.Inputs, in.RunID, in.Byproducts)
 	if err != nil {
 		return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
 	}
@@ -138,8 +142,8 @@ func signatureFor(ctx context.Context, digest name.Digest, sv signature.SignerVe
 }
 
 // attestationFor makes the DSSE-signed in-toto provenance attestation.
-func attestationFor(ctx context.Context, digest name.Digest, sv signature.SignerVerifier, kl *keylessSigner, in trust.Inputs, runID string) (oci.Signature, error) {
-	stmt, err := trust.Statement(digest, in, runID)
+func attestationFor(ctx context.Context, digest name.Digest, sv signature.SignerVerifier, kl *keylessSigner, in trust.Inputs, runID string, byproducts []trust.Dependency) (oci.Signature, error) {
+	stmt, err := trust.Statement(digest, in, runID, byproducts...)
 	if err != nil {
 		return nil, err
 	}

@@ -186,7 +186,7 @@ func TestSignSurvivesAnotherWriter(t *testing.T) {
 	ov, _ := LoadVerifier(other.pubPath)
 	sv, _ := cosign.LoadPrivateKey(kiln.priv, kiln.pass, nil)
 	sig, _ := signatureFor(ctx, digest, sv, nil)
-	att, _ := attestationFor(ctx, digest, sv, nil, testInputs(t, reg.Host), "")
+	att, _ := attestationFor(ctx, digest, sv, nil, testInputs(t, reg.Host), "", nil)
 	if ok, err := published(digest, cremote.NewDupeDetector(kv), sig, att, nil); err != nil || ok {
 		t.Fatalf("published after the other writer dropped kiln's signature: %v, %v; want false", ok, err)
 	}

@@ -25,6 +25,9 @@ type SignOptions struct {
 	AttestOptions
 	// Image is the image by digest: image-build's IMAGE_URL@IMAGE_DIGEST.
 	Image string
+	// Predict, when set, predicts the pool's next rendered name for the
+	// image (the drift gate): kiln-steps sets render.PredictFromWorkspace.
+	Predict Predictor
 }
 
 // DefaultSignOptions returns image-sign's options with their defaults.
@@ -59,6 +62,13 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		return fmt.Errorf("signing %s: work/image/build.json describes %s; refusing to attest inputs of another image", o.Image, rec.Ref)
 	}
 	in := SignInput{Image: o.Image, Inputs: rec.Inputs, RunID: o.RunID}
+	pred, err := o.predict(ctx)
+	if err != nil {
+		return err
+	}
+	if pred != nil {
+		in.Byproducts = []trust.Dependency{{Name: PredictedConfigByproduct, URI: "machineconfig:" + pred.Name, Digest: pred.Hash}}
+	}
 	if o.Keyless {
 		in.Keyless = &KeylessOptions{FulcioURL: o.FulcioURL, RekorURL: o.RekorURL, IDTokenPath: o.IDTokenPath}
 	} else {
@@ -93,7 +103,40 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := results.Set("ATTESTATION_REF", res.AttestationRef); err != nil {
 		return err
 	}
+	if pred != nil {
+		if err := results.Set("PREDICTED_RENDERED_NAME", pred.Name); err != nil {
+			return err
+		}
+		b, _ := json.MarshalIndent(pred, "", "  ")
+		if err := os.WriteFile(filepath.Join(dir, trust.PredictionFile), b, 0o644); err != nil {
+			return fmt.Errorf("writing the prediction record: %w", err)
+		}
+		p.Printf("predicted rendered config with this image: %s", pred.Name)
+	}
 	return results.Write()
+}
+
+// PredictedConfigByproduct names the drift gate's prediction among the
+// provenance's runDetails.byproducts.
+const PredictedConfigByproduct = "predicted-rendered-config"
+
+// Predictor is the drift gate's prediction for image from the workspace
+// (render.PredictFromWorkspace; nil result when there is nothing to
+// predict from). A hook rather than an import: pkg/render's tests import
+// pkg/kmod, which imports this package.
+type Predictor func(ctx context.Context, ws step.Workspace, image string) (*trust.Prediction, error)
+
+// predict runs the hook; image-sign is where it runs because it is the
+// first stage that knows the digest and the one that attests.
+func (o *SignOptions) predict(ctx context.Context) (*trust.Prediction, error) {
+	if o.Predict == nil {
+		return nil, nil
+	}
+	p, err := o.Predict(ctx, o.Workspace(), o.Image)
+	if err != nil {
+		return nil, fmt.Errorf("signing %s: predicting the rendered config: %w", o.Image, err)
+	}
+	return p, nil
 }
 
 // VerifyOptions are the flags of `kiln-steps verify`.

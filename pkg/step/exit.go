@@ -42,7 +42,7 @@ var ExitCodes = []ExitCode{
 	{ExitRefused, "verification refused", "the image failed the signature policy (verify, or rollout before any write)"},
 	{ExitRolledBack, "rolled back", "rollout failed and the pool was rolled back to its previous image"},
 	{ExitInputRejected, "input rejected", "an input object failed validation (strict decoding, unknown field, bad label or spec)"},
-	{ExitDrift, "drift detected", "the cluster differs from what kiln last rolled out (rollout's drift gate)"},
+	{ExitDrift, "drift detected", "MCO rendered a config other than the one kiln predicted and baked; rollout stopped before any node moved and took its MachineConfig back (rollout's drift gate)"},
 }
 
 // ExitCoder is an error that decides its command's exit code.
@@ -119,7 +119,8 @@ func RolledBack(err error) error { return coded(ExitRolledBack, err) }
 // (ExitInputRejected).
 func InputRejected(err error) error { return coded(ExitInputRejected, err) }
 
-// Drift marks err as drift between the cluster and kiln's last rollout
+// Drift marks err as a rollout the drift gate stopped: MCO rendered a
+// config other than the predicted one
 // (ExitDrift).
 func Drift(err error) error { return coded(ExitDrift, err) }
 

@@ -10,6 +10,8 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kiln-dev/kiln/pkg/rollout"
 )
 
 // ConfigName is the ConfigMap, in the trigger's namespace, that says how
@@ -27,6 +29,7 @@ const (
 	keyTimeout            = "timeout"
 	keySAPrefix           = "serviceAccountPrefix"
 	keyPodTemplate        = "podTemplate"
+	keyDriftGate          = "driftGate"
 )
 
 // Config is the parsed kiln-config ConfigMap. It is a value: Parse builds
@@ -54,6 +57,10 @@ type Config struct {
 	// tolerations, env such as KILN_INSECURE_REGISTRY, …); nil leaves
 	// Tekton's defaults.
 	PodTemplate *pod.Template
+	// DriftGate is the rollout's drift gate mode per pool ("*" for the
+	// others): enforce, warn or off. A pool it does not name keeps the
+	// Pipeline's default (enforce). It becomes the run's drift-gate param.
+	DriftGate map[string]string
 	// Cluster is not read from kiln-config: in cluster mode the trigger
 	// sets it from the cluster (registry copies, proxy) before a run is
 	// built, and kiln-config's own settings win over it.
@@ -119,6 +126,13 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 			seen[w.Name] = true
 		}
 	}
+	if v := strings.TrimSpace(d[keyDriftGate]); v != "" {
+		gate, err := parseDriftGate(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w", where(keyDriftGate), err)
+		}
+		c.DriftGate = gate
+	}
 	if v := d[keyPodTemplate]; strings.TrimSpace(v) != "" {
 		c.PodTemplate = &pod.Template{}
 		if err := yaml.UnmarshalStrict([]byte(v), c.PodTemplate); err != nil {
@@ -126,6 +140,45 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// parseDriftGate reads driftGate: one mode for every pool ("warn"), or a
+// map of pool name (or "*") to mode.
+func parseDriftGate(v string) (map[string]string, error) {
+	if rollout.ValidDriftGate(v) == nil {
+		return map[string]string{"*": v}, nil
+	}
+	var raw map[string]any
+	if err := yaml.UnmarshalStrict([]byte(v), &raw); err != nil {
+		return nil, fmt.Errorf("want enforce, warn or off, or a map of pool name (or \"*\") to one of them: %w", err)
+	}
+	m := make(map[string]string, len(raw))
+	for _, pool := range sortedKeys(raw) {
+		switch mode := raw[pool].(type) {
+		case string:
+			m[pool] = mode
+		case bool: // YAML 1.1 reads an unquoted off as false
+			if mode {
+				return nil, fmt.Errorf("pool %q: drift gate true: want enforce, warn or off", pool)
+			}
+			m[pool] = rollout.DriftGateOff
+		default:
+			return nil, fmt.Errorf("pool %q: drift gate %v: want enforce, warn or off", pool, mode)
+		}
+		if err := rollout.ValidDriftGate(m[pool]); err != nil {
+			return nil, fmt.Errorf("pool %q: %w", pool, err)
+		}
+	}
+	return m, nil
+}
+
+// DriftGateFor is pool's drift gate mode, "" when kiln-config does not
+// set one (the Pipeline's default applies).
+func (c Config) DriftGateFor(pool string) string {
+	if m, ok := c.DriftGate[pool]; ok {
+		return m
+	}
+	return c.DriftGate["*"]
 }
 
 // RepositoryFor is the image repository of pool's images.

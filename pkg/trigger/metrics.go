@@ -19,8 +19,13 @@ var (
 	metricErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kiln_trigger_errors_total", Help: "Pool reconciles that stopped on an error, by reason.",
 	}, []string{"reason"})
+	// metricDrift counts finished runs whose rollout drift gate found MCO's
+	// rendered config different from kiln's prediction (drift.go).
+	metricDrift = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kiln_rollout_drift_total", Help: "Rollouts whose drift gate found MCO's rendered config different from kiln's prediction, by pool.",
+	}, []string{"pool"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(metricCreated, metricCancelled, metricReverts, metricErrors)
+	metrics.Registry.MustRegister(metricCreated, metricCancelled, metricReverts, metricErrors, metricDrift)
 }

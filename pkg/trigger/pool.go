@@ -68,6 +68,9 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 	if err != nil {
 		return fail(ReasonRuns, err)
 	}
+	if err := c.countDrift(ctx, pool.Name, runs); err != nil {
+		return fail(ReasonRuns, err)
+	}
 	plan := decide(runs, pool.Name, w.fp.Sum)
 	if plan.create {
 		ok, err := c.wavesAllow(ctx, pool, &w)

@@ -142,6 +142,10 @@ func BuildRun(c Config, s RunSpec) *pipelinev1.PipelineRun {
 	if s.KmodRebuild {
 		params["kmod-rebuild"] = "true"
 	}
+	// kiln-config's per-pool mode wins over a drift-gate in params.
+	if mode := c.DriftGateFor(s.Pool); mode != "" {
+		params["drift-gate"] = mode
+	}
 	pr := newRun(c, s.Namespace, RunName(s.Pool, s.Fingerprint.Sum), c.Pipeline, params, s.Tasks)
 	pr.Labels[LabelPool] = s.Pool
 	pr.Labels[LabelFingerprint] = s.Fingerprint.Sum

@@ -15,7 +15,9 @@ import (
 // Statement is the in-toto statement with a SLSA v1 provenance predicate
 // that says subject was built from in. runID (the PipelineRun) goes in
 // runDetails, not in the inputs: a rerun of the same inputs proves reuse.
-func Statement(subject name.Digest, in Inputs, runID string) ([]byte, error) {
+// byproducts go in runDetails.byproducts, also outside the inputs: facts
+// this run derived, such as the drift gate's predicted rendered config.
+func Statement(subject name.Digest, in Inputs, runID string, byproducts ...Dependency) ([]byte, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
@@ -28,6 +30,11 @@ func Statement(subject name.Digest, in Inputs, runID string) ([]byte, error) {
 	for _, d := range in.sortedDeps() {
 		a, h, _ := strings.Cut(d.Digest, ":")
 		deps = append(deps, slsa1.ResourceDescriptor{Name: d.Name, URI: d.URI, Digest: common.DigestSet{a: h}})
+	}
+	var by []slsa1.ResourceDescriptor
+	for _, d := range byproducts {
+		a, h, _ := strings.Cut(d.Digest, ":")
+		by = append(by, slsa1.ResourceDescriptor{Name: d.Name, URI: d.URI, Digest: common.DigestSet{a: h}})
 	}
 	s := intoto.ProvenanceStatementSLSA1{
 		StatementHeader: intoto.StatementHeader{
@@ -42,6 +49,7 @@ func Statement(subject name.Digest, in Inputs, runID string) ([]byte, error) {
 			RunDetails: slsa1.ProvenanceRunDetails{
 				Builder:       slsa1.Builder{ID: BuilderID},
 				BuildMetadata: slsa1.BuildMetadata{InvocationID: runID},
+				Byproducts:    by,
 			},
 		},
 	}

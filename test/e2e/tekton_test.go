@@ -69,6 +69,10 @@ func TestRealTekton(t *testing.T) {
 
 	// 4. A Git push to the GitOps repository, through Tekton Triggers.
 	c.testGitOpsPush(ctx)
+
+	// 5. The drift gate: MCO (mcosim with a render quirk) renders one pool
+	// differently from kiln's prediction; no node moves (drift_test.go).
+	t.Run("drift gate stops the master rollout before any node moves", func(t *testing.T) { c.testDriftGate(ctx, t) })
 	c.printRuns(ctx)
 
 	// 5. The catalog's tests/ folders, one subtest per resource.

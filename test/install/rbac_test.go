@@ -219,6 +219,37 @@ func renderStage(t *testing.T, admin client.Client, kubeconfig string) {
 	}
 }
 
+// writeMCOInputs saves what render leaves for the drift gate
+// (render/mco-inputs.json), read from the cluster as render reads it.
+func writeMCOInputs(t *testing.T, c client.Client, pool, work string, d render.Defaults) {
+	t.Helper()
+	ctx := context.Background()
+	p := &mcfgv1.MachineConfigPool{}
+	if err := c.Get(ctx, client.ObjectKey{Name: pool}, p); err != nil {
+		t.Fatal(err)
+	}
+	list := &mcfgv1.MachineConfigList{}
+	if err := c.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	all := make([]*mcfgv1.MachineConfig, len(list.Items))
+	for i := range list.Items {
+		all[i] = &list.Items[i]
+	}
+	in, err := render.NewMCOInputs(p, all, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(in)
+	path := render.MCOInputsPath(step.Workspace{Root: work})
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rolloutStage: a pool of two nodes driven by test/mcosim, and three
 // rollouts of signed images: the first degrades a node and rolls back
 // (kiln's MC created, then deleted), the second uses a canary (pool
@@ -263,8 +294,10 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: role},
 			NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + pool: ""}},
 		}},
+		// Unsorted kernel arguments: the drift run's quirk sorts them.
 		&mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "00-" + pool, Labels: role},
-			Spec: mcfgv1.MachineConfigSpec{OSImageURL: payloadImage, Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}}},
+			Spec: mcfgv1.MachineConfigSpec{OSImageURL: payloadImage, KernelArguments: []string{"quiet", "audit=1"},
+				Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}}},
 	)
 	for i := range 2 {
 		lbl := map[string]string{"node-role.kubernetes.io/" + pool: ""}
@@ -280,6 +313,7 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 
 	run := func(image string, extra ...string) (int, string, string) {
 		work, results := t.TempDir(), t.TempDir()
+		writeMCOInputs(t, admin, pool, work, render.Defaults{OSImageURL: payloadImage})
 		args := append([]string{"--source", "cluster", "--kubeconfig", kubeconfig, "--pool", pool, "--image", image,
 			"--public-key", pub, "--insecure-registry", e.Registry.Host, "--work", work, "--results-dir", results,
 			"--timeout", "90s", "--settle-timeout", "60s"}, extra...)
@@ -301,6 +335,23 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 	}
 	if err := admin.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(pool)}, mc); err != nil || mc.Spec.OSImageURL != images[2] {
 		t.Fatalf("kiln's MachineConfig: %v, osImageURL %q, want %s", err, mc.Spec.OSImageURL, images[2])
+	}
+	// The drift gate's path: mcosim renders with a quirk, the gate records
+	// an Event on the pool and puts kiln's MachineConfig back.
+	p := &mcfgv1.MachineConfigPool{}
+	if err := admin.Get(ctx, client.ObjectKey{Name: pool}, p); err != nil {
+		t.Fatal(err)
+	}
+	base := p.DeepCopy()
+	p.Annotations = map[string]string{mcosim.RenderQuirkAnnotation: mcosim.QuirkSortKernelArguments}
+	if err := admin.Patch(ctx, p, client.MergeFrom(base)); err != nil {
+		t.Fatal(err)
+	}
+	if code, state, out := run(images[1]); code != step.ExitFailure || state != rollout.StateDriftDetected {
+		t.Fatalf("drift: exit %d, state %s\n%s", code, state, out)
+	}
+	if err := admin.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(pool)}, mc); err != nil || mc.Spec.OSImageURL != images[2] {
+		t.Fatalf("after the drift, kiln's MachineConfig: %v, osImageURL %q, want %s back", err, mc.Spec.OSImageURL, images[2])
 	}
 }
 

@@ -3,6 +3,7 @@ package mcosim
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -80,27 +81,55 @@ func mergeMaps(base, over map[string]string) map[string]string {
 	return out
 }
 
-// KilnRenderer renders with kiln's pkg/render, which follows MCO's rules.
-// MCO does not know kiln's kiln.dev/managed label, which pkg/render uses to
-// leave kiln's own osImageURL MachineConfig out of its input; the stand-in
-// plays MCO, so it hides the label from pkg/render.
+// KilnRenderer renders with kiln's pkg/render as MCO does (AsMCO): MCO
+// does not know kiln's kiln.dev/managed label, so kiln's own osImageURL
+// MachineConfig is merged like any other, and remote sources are left to
+// the node's Ignition.
+//
+// A pool annotated mcosim.kiln.dev/render-quirk=<quirk> is rendered with
+// that quirk, a stand-in for an MCO release that merges one field
+// differently from the rules kiln knows (the drift gate's tests):
+//
+//   - sort-kernel-arguments: spec.kernelArguments sorted after the merge
+//     (MCO concatenates them in merge order).
 type KilnRenderer struct {
 	Defaults render.Defaults
 }
+
+// RenderQuirkAnnotation switches a render quirk on for one pool.
+const RenderQuirkAnnotation = "mcosim.kiln.dev/render-quirk"
+
+// QuirkSortKernelArguments sorts the merged kernel arguments.
+const QuirkSortKernelArguments = "sort-kernel-arguments"
 
 // Render renders the pool's configs.
 func (k KilnRenderer) Render(ctx context.Context, pool *mcfgv1.MachineConfigPool, configs []mcfgv1.MachineConfig) (*mcfgv1.MachineConfig, error) {
 	in := make([]*mcfgv1.MachineConfig, len(configs))
 	for i := range configs {
-		mc := configs[i].DeepCopy()
-		delete(mc.Labels, managedLabel)
-		in[i] = mc
+		in[i] = &configs[i]
 	}
-	res, err := render.Render(ctx, render.Request{Pool: pool, Configs: in, Defaults: k.Defaults})
+	res, err := render.Render(ctx, render.Request{Pool: pool, Configs: in, Defaults: k.Defaults, AsMCO: true})
 	if err != nil {
 		return nil, err
 	}
-	return res.Config, nil
+	return applyQuirk(pool, res.Config)
 }
 
-const managedLabel = "kiln.dev/managed"
+// applyQuirk changes the rendered spec as the pool's quirk says and names
+// it by MCO's rule over the changed spec.
+func applyQuirk(pool *mcfgv1.MachineConfigPool, mc *mcfgv1.MachineConfig) (*mcfgv1.MachineConfig, error) {
+	switch q := pool.Annotations[RenderQuirkAnnotation]; q {
+	case "":
+		return mc, nil
+	case QuirkSortKernelArguments:
+		slices.Sort(mc.Spec.KernelArguments)
+	default:
+		return nil, fmt.Errorf("MachineConfigPool %s: annotation %s: unknown quirk %q", pool.Name, RenderQuirkAnnotation, q)
+	}
+	name, err := render.RenderedName(pool.Name, mc.Spec)
+	if err != nil {
+		return nil, err
+	}
+	mc.Name = name
+	return mc, nil
+}

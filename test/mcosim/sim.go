@@ -17,7 +17,9 @@
 // (a condition type such as Drained) goes Degraded at that phase, for
 // rendered configs whose osImageURL contains the value of the optional
 // label mcosim.kiln.dev/degrade-image. It recovers when its desired config
-// changes.
+// changes. A pool annotated mcosim.kiln.dev/render-quirk renders with that
+// quirk (KilnRenderer), so its rendered name differs from kiln's
+// prediction: the drift gate's failure injection.
 package mcosim
 
 import (
