@@ -27,9 +27,13 @@ func (s *Sim) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigPool) er
 	if err := s.o.Client.List(ctx, mcs, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 		return err
 	}
+	// A rendered config carries no role label, so the selector leaves it
+	// out as it does in MCO; one owned by a pool is skipped in case a test
+	// labels it. The generated-by annotation does not tell them apart: MCO's
+	// template MCs (00-worker, 01-worker-kubelet) carry it and are inputs.
 	var inputs []mcfgv1.MachineConfig
 	for _, mc := range mcs.Items {
-		if _, rendered := mc.Annotations[generatedByAnnot]; !rendered {
+		if !ownedByPool(&mc) {
 			inputs = append(inputs, mc)
 		}
 	}
@@ -55,9 +59,18 @@ func (s *Sim) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigPool) er
 	return s.o.Client.Patch(ctx, pool, client.MergeFrom(base))
 }
 
-// generatedByAnnot marks rendered configs, as MCO's generated-by annotation
-// does, so they are not fed back into rendering.
+// generatedByAnnot is the annotation MCO's controllers put on what they
+// generate, rendered configs included.
 const generatedByAnnot = "machineconfiguration.openshift.io/generated-by-controller-version"
+
+func ownedByPool(mc *mcfgv1.MachineConfig) bool {
+	for _, o := range mc.OwnerReferences {
+		if o.Kind == "MachineConfigPool" {
+			return true
+		}
+	}
+	return false
+}
 
 func nodeSelector(pool *mcfgv1.MachineConfigPool) (labels.Selector, error) {
 	sel, err := metav1.LabelSelectorAsSelector(pool.Spec.NodeSelector)
