@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/install"
@@ -56,9 +58,15 @@ const (
 // shipped, fed a GitHub push of a commit that edits a MachineConfig. One
 // PipelineRun of kiln-gitops-node-image follows, labelled for its pool and
 // commit, and builds the pushed manifests; a redelivery of the same push
-// makes no second run, and a push with a wrong signature none at all.
+// makes no second run, and a push with a wrong signature none at all. The
+// cluster never syncs the commit, so the drift gate holds the rollout.
 func (c *cluster) testGitOpsPush(ctx context.Context) {
 	t := c.t
+	kilnMC := &mcfgv1.MachineConfig{}
+	if err := c.c.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(gitOpsPool)}, kilnMC); err != nil {
+		t.Fatal(err)
+	}
+	before := kilnMC.Spec.OSImageURL
 	env.StartTriggers(t, c.kube, c.node)
 	g := c.serveGitOpsRepo()
 	g.secret = []byte("kiln-e2e-webhook-secret")
@@ -90,7 +98,7 @@ func (c *cluster) testGitOpsPush(ctx context.Context) {
 	if r.Labels[trigger.LabelGitRevision] != g.after || r.Spec.PipelineRef == nil || r.Spec.PipelineRef.Name != "kiln-gitops-node-image" {
 		t.Errorf("run %s: labels %v, pipeline %+v; want revision %s of kiln-gitops-node-image", r.Name, r.Labels, r.Spec.PipelineRef, g.after)
 	}
-	r = c.waitDone(ctx, r, 20*time.Minute)
+	r = c.waitFinished(ctx, r, 20*time.Minute)
 	c.settle()
 	var gitops []string
 	for _, pr := range c.listRuns(ctx, gitOpsPool) {
@@ -102,18 +110,41 @@ func (c *cluster) testGitOpsPush(ctx context.Context) {
 		t.Errorf("GitOps runs %v after a push, its redelivery and a forged push; want exactly one", gitops)
 	}
 	c.assertGitOpsImage(ctx, r)
+	c.assertGitOpsHeldAtGate(ctx, r, before)
+}
+
+// assertGitOpsHeldAtGate: the cluster does not hold the pushed commit yet
+// (no GitOps tool synced it here), so MCO would render the pool with the
+// old NTP server under an image that carries the new one. The drift gate
+// stops the rollout, names the MachineConfig and both values, and no node
+// moves: kiln's MachineConfig still names the image the pool ran before.
+func (c *cluster) assertGitOpsHeldAtGate(ctx context.Context, r *pipelinev1.PipelineRun, before string) {
+	c.t.Helper()
+	ro := c.taskRuns(ctx, r)["rollout"]
+	if ro.tr == nil || ro.result("ROLLOUT_STATE") != rollout.StateDriftDetected || ro.result("DRIFT_GATE") != rollout.GateDrift {
+		c.t.Fatalf("run %s: rollout results %v; want ROLLOUT_STATE=DriftDetected before the commit is synced\n%s", r.Name, ro.results, c.failedTasks(ctx, r))
+	}
+	logs := c.node.PodLogs(ctx, ro.tr.Namespace, ro.tr.Status.PodName)
+	for _, want := range []string{"MachineConfig 50-worker-chrony", ntpAfter, ntpBefore} {
+		if !strings.Contains(logs, want) {
+			c.t.Errorf("rollout %s's drift diff lacks %q:\n%s", ro.tr.Name, want, logs)
+		}
+	}
+	kilnMC := &mcfgv1.MachineConfig{}
+	if err := c.c.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(gitOpsPool)}, kilnMC); err != nil || kilnMC.Spec.OSImageURL != before {
+		c.t.Errorf("kiln's MachineConfig after the held rollout: %v, osImageURL %q, want %s", err, kilnMC.Spec.OSImageURL, before)
+	}
+	c.assertDriftEvent(ctx, gitOpsPool)
 }
 
 // assertGitOpsImage: the run built the pushed commit: its image has the
-// NTP server of the commit, not the cluster's; every task ran, and Chains
-// signed the image.
+// NTP server of the commit, not the cluster's; every task up to rollout
+// succeeded, rollout failed (assertGitOpsHeldAtGate says why) and
+// bootimages after it was skipped; Chains signed the image.
 func (c *cluster) assertGitOpsImage(ctx context.Context, r *pipelinev1.PipelineRun) {
 	c.t.Helper()
-	results := map[string]string{}
-	for _, res := range r.Status.Results {
-		results[res.Name] = res.Value.StringVal
-	}
-	ref := results["IMAGE_URL"] + "@" + results["IMAGE_DIGEST"]
+	ib := c.taskRuns(ctx, r)["image-build"]
+	ref := ib.result("IMAGE_URL") + "@" + ib.result("IMAGE_DIGEST")
 	parsed, err := name.ParseReference(ref, name.Insecure)
 	if err != nil {
 		c.t.Fatalf("run %s: image %q: %v", r.Name, ref, err)
@@ -126,7 +157,7 @@ func (c *cluster) assertGitOpsImage(ctx context.Context, r *pipelinev1.PipelineR
 	if err != nil || !strings.Contains(string(b), ntpAfter) || strings.Contains(string(b), ntpBefore) {
 		c.t.Errorf("run %s: /etc/chrony.conf of %s is %q (%v), want the pushed commit's %s", r.Name, ref, b, err, ntpAfter)
 	}
-	c.assertTaskRuns(ctx, r, gitOpsPool, "fetch")
+	c.assertTaskRunsFailing(ctx, r, []string{"fetch", "render", "image-build", "image-sign", "verify", "rollout", "report"}, "rollout")
 	c.assertChains(ctx, r)
 }
 

@@ -224,11 +224,27 @@ func (c *cluster) assertTaskRuns(ctx context.Context, r *pipelinev1.PipelineRun,
 	if pool == "worker" {
 		want = append(want, "bootimages")
 	}
+	c.assertTaskRunsFailing(ctx, r, want, "")
+}
+
+// assertTaskRunsFailing: r ran exactly the tasks want, each in the steps
+// image kiln-config names, and each succeeded but failed (if any), whose
+// TaskRun must have failed.
+func (c *cluster) assertTaskRunsFailing(ctx context.Context, r *pipelinev1.PipelineRun, want []string, failed string) {
+	c.t.Helper()
 	var got []string
 	for _, ref := range r.Status.ChildReferences {
 		tr := &pipelinev1.TaskRun{}
 		if err := c.c.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: ref.Name}, tr); err != nil {
 			c.t.Fatal(err)
+		}
+		if ref.PipelineTaskName == failed {
+			if !tr.Status.GetCondition("Succeeded").IsFalse() {
+				c.t.Errorf("TaskRun %s did not fail: %v", tr.Name, tr.Status.GetCondition("Succeeded"))
+			}
+			c.assertStepsImage(ctx, tr)
+			got = append(got, ref.PipelineTaskName)
+			continue
 		}
 		if !tr.Status.GetCondition("Succeeded").IsTrue() {
 			c.t.Errorf("TaskRun %s: %s", tr.Name, tr.Status.GetCondition("Succeeded").GetMessage())
