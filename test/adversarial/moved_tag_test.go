@@ -8,7 +8,7 @@ import (
 // TestImageSignSignsTheRecordedDigestNotTheTag: between image-build and
 // image-sign the attacker moves the fingerprint tag to their image.
 // image-sign signs the digest build.json records (the Pipeline passes
-// IMAGE_URL@IMAGE_DIGEST), refuses a tag and refuses any digest build.json
+// IMAGE_URL@IMAGE_DIGEST), refuses a tag before any request and refuses any digest build.json
 // does not describe; the attacker's digest never gets kiln's signature.
 func TestImageSignSignsTheRecordedDigestNotTheTag(t *testing.T) {
 	s := newNodeImageSite(t)
@@ -16,10 +16,15 @@ func TestImageSignSignsTheRecordedDigestNotTheTag(t *testing.T) {
 	built := r.build(t)
 	tag, attacker := s.plantAtFingerprintTag(t, r, built)
 
-	for _, target := range []string{s.repo + ":" + tag, s.repo + "@" + attacker} {
+	// A tag is refused by image-sign's flag check, before the registry is
+	// asked; a digest build.json does not describe, against build.json.
+	for target, want := range map[string]string{
+		s.repo + ":" + tag:      "a tag could move",
+		s.repo + "@" + attacker: "refusing",
+	} {
 		err := r.sign(target)
-		if err == nil || !strings.Contains(err.Error(), "refusing") {
-			t.Errorf("image-sign %s: %v, want a refusal naming build.json", target, err)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("image-sign %s: %v, want a refusal (%q)", target, err, want)
 		}
 	}
 	if err := r.sign(image(built)); err != nil {
