@@ -347,7 +347,7 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 	if err := admin.Patch(ctx, p, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
-	if code, state, out := run(images[1]); code != step.ExitFailure || state != rollout.StateDriftDetected {
+	if code, state, out := run(images[1]); code != step.ExitDrift || state != rollout.StateDriftDetected {
 		t.Fatalf("drift: exit %d, state %s\n%s", code, state, out)
 	}
 	if err := admin.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(pool)}, mc); err != nil || mc.Spec.OSImageURL != images[2] {
