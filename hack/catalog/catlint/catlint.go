@@ -34,17 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
-)
 
-// The label and annotations catlin requires (or recommends; here all are
-// required).
-const (
-	LabelVersion          = "app.kubernetes.io/version"
-	AnnotationMinVersion  = "tekton.dev/pipelines.minVersion"
-	AnnotationCategories  = "tekton.dev/categories"
-	AnnotationTags        = "tekton.dev/tags"
-	AnnotationDisplayName = "tekton.dev/displayName"
-	AnnotationPlatforms   = "tekton.dev/platforms"
+	"github.com/kiln-dev/kiln/pkg/catalog"
 )
 
 //go:embed hub-categories.yaml
@@ -197,7 +188,7 @@ var versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
 // being the label, with a README.md and at least one sample beside it.
 func checkPath(dir string, r *Resource) []string {
 	m := r.Meta()
-	want := path.Join(r.Kind(), m.Name, m.Labels[LabelVersion], m.Name+".yaml")
+	want := path.Join(r.Kind(), m.Name, m.Labels[catalog.LabelVersion], m.Name+".yaml")
 	var out []string
 	if r.Rel != want {
 		out = append(out, fmt.Sprintf("resource path is %s, TEP-0003 wants %s", r.Rel, want))
@@ -220,46 +211,46 @@ func checkMetadata(r *Resource, o Options) []string {
 	m := r.Meta()
 	var out []string
 	ann := func(k string) string { return fmt.Sprintf("metadata.annotations[%q]", k) }
-	switch v := m.Labels[LabelVersion]; {
+	switch v := m.Labels[catalog.LabelVersion]; {
 	case v == "":
-		out = append(out, fmt.Sprintf("metadata.labels[%q] is missing", LabelVersion))
+		out = append(out, fmt.Sprintf("metadata.labels[%q] is missing", catalog.LabelVersion))
 	case !versionRE.MatchString(v):
-		out = append(out, fmt.Sprintf("metadata.labels[%q] %q: want <major>.<minor>", LabelVersion, v))
+		out = append(out, fmt.Sprintf("metadata.labels[%q] %q: want <major>.<minor>", catalog.LabelVersion, v))
 	}
-	switch v := m.Annotations[AnnotationMinVersion]; {
+	switch v := m.Annotations[catalog.AnnotationMinVersion]; {
 	case v == "":
-		out = append(out, ann(AnnotationMinVersion)+" is missing")
+		out = append(out, ann(catalog.AnnotationMinVersion)+" is missing")
 	case !semver(v):
-		out = append(out, fmt.Sprintf("%s %q: not a semantic version", ann(AnnotationMinVersion), v))
+		out = append(out, fmt.Sprintf("%s %q: not a semantic version", ann(catalog.AnnotationMinVersion), v))
 	case v != o.MinVersion:
-		out = append(out, fmt.Sprintf("%s %q: the tests prove Tekton %s only (hack/versions.sh TEKTON_VERSION)", ann(AnnotationMinVersion), v, o.MinVersion))
+		out = append(out, fmt.Sprintf("%s %q: the tests prove Tekton %s only (hack/versions.sh TEKTON_VERSION)", ann(catalog.AnnotationMinVersion), v, o.MinVersion))
 	}
-	if strings.TrimSpace(m.Annotations[AnnotationDisplayName]) == "" {
-		out = append(out, ann(AnnotationDisplayName)+" is missing")
+	if strings.TrimSpace(m.Annotations[catalog.AnnotationDisplayName]) == "" {
+		out = append(out, ann(catalog.AnnotationDisplayName)+" is missing")
 	}
 	known := map[string]bool{}
 	for _, c := range o.Categories {
 		known[c] = true
 	}
-	cats := split(m.Annotations[AnnotationCategories], ",")
+	cats := split(m.Annotations[catalog.AnnotationCategories], ",")
 	if len(cats) == 0 {
-		out = append(out, ann(AnnotationCategories)+" is missing")
+		out = append(out, ann(catalog.AnnotationCategories)+" is missing")
 	}
 	for _, c := range cats {
 		if !known[c] {
-			out = append(out, fmt.Sprintf("%s %q: not a Tekton Hub category", ann(AnnotationCategories), c))
+			out = append(out, fmt.Sprintf("%s %q: not a Tekton Hub category", ann(catalog.AnnotationCategories), c))
 		}
 	}
-	if len(split(m.Annotations[AnnotationTags], ", ")) == 0 {
-		out = append(out, ann(AnnotationTags)+" is missing")
+	if len(split(m.Annotations[catalog.AnnotationTags], ", ")) == 0 {
+		out = append(out, ann(catalog.AnnotationTags)+" is missing")
 	}
-	plats := split(m.Annotations[AnnotationPlatforms], ", ")
+	plats := split(m.Annotations[catalog.AnnotationPlatforms], ", ")
 	if len(plats) == 0 {
-		out = append(out, ann(AnnotationPlatforms)+" is missing")
+		out = append(out, ann(catalog.AnnotationPlatforms)+" is missing")
 	}
 	for _, p := range plats {
 		if !platformRE.MatchString(p) {
-			out = append(out, fmt.Sprintf("%s %q: want OS/ARCH such as linux/amd64", ann(AnnotationPlatforms), p))
+			out = append(out, fmt.Sprintf("%s %q: want OS/ARCH such as linux/amd64", ann(catalog.AnnotationPlatforms), p))
 		}
 	}
 	return out

@@ -220,7 +220,7 @@ func TestCheckPinnedRejects(t *testing.T) {
 		{[]*Resource{set(StepsRepository + ":v0.1.0" + d), set(StepsRepository + ":v0.1.1" + d)}, "differs from"},
 		{[]*Resource{func() *Resource {
 			r := set(StepsRepository + ":v0.1.0" + d)
-			r.Task.Annotations[AnnotationPlatforms] = "linux/amd64,linux/s390x"
+			r.Task.Annotations[catalog.AnnotationPlatforms] = "linux/amd64,linux/s390x"
 			return r
 		}()}, "lists linux/s390x, but the release image is built for linux/amd64 only"},
 	} {

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/kiln-dev/kiln/pkg/catalog"
 )
 
 // StepsImageParam is the param every kiln Task (and Pipeline) takes the
@@ -63,12 +65,12 @@ func CheckPinned(rs []*Resource) []error {
 		case m == nil:
 			errs = append(errs, fmt.Errorf("%s: params[%s] default %q is not %s:v<version>.<patch>@sha256:<64 hex> (run make release)", r.Ref(), StepsImageParam, ref, StepsRepository))
 			continue
-		case m[1] != r.Meta().Labels[LabelVersion]:
-			errs = append(errs, fmt.Errorf("%s: params[%s] default %q: tag v%s.* but %s is %q", r.Ref(), StepsImageParam, ref, m[1], LabelVersion, r.Meta().Labels[LabelVersion]))
+		case m[1] != r.Meta().Labels[catalog.LabelVersion]:
+			errs = append(errs, fmt.Errorf("%s: params[%s] default %q: tag v%s.* but %s is %q", r.Ref(), StepsImageParam, ref, m[1], catalog.LabelVersion, r.Meta().Labels[catalog.LabelVersion]))
 		}
-		for _, p := range split(r.Meta().Annotations[AnnotationPlatforms], ", ") {
+		for _, p := range split(r.Meta().Annotations[catalog.AnnotationPlatforms], ", ") {
 			if !slices.Contains(ReleasePlatforms, p) {
-				errs = append(errs, fmt.Errorf("%s: %s lists %s, but the release image is built for %s only", r.Ref(), AnnotationPlatforms, p, strings.Join(ReleasePlatforms, ", ")))
+				errs = append(errs, fmt.Errorf("%s: %s lists %s, but the release image is built for %s only", r.Ref(), catalog.AnnotationPlatforms, p, strings.Join(ReleasePlatforms, ", ")))
 			}
 		}
 		if first == "" {
