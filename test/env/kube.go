@@ -213,6 +213,12 @@ func startKube(o KubeOptions) (*Kube, error) {
 		CRDs:                  crds,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+		// envtest's 20 s defaults run out on two busy cores while other
+		// packages' clusters and builds run: a node cluster's graceful stop
+		// drains many watches, and a start can wait on etcd. envtest copies
+		// these onto etcd and the apiserver, overwriting per-process values.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
 	}
 	certDir, err := os.MkdirTemp("", "kiln-apiserver-")
 	if err != nil {
@@ -231,9 +237,6 @@ func startKube(o KubeOptions) (*Kube, error) {
 		// service account token volume, which envtest's default of no
 		// ServiceAccount admission leaves out.
 		api.Configure().Disable("disable-admission-plugins")
-		// Its graceful stop drains the node's many watches; on two busy
-		// cores that can take longer than envtest's default 20 s.
-		api.StopTimeout = time.Minute
 	}
 	cfg, err := e.Start()
 	if err != nil {
