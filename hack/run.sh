@@ -46,4 +46,5 @@ echo "== trigger --source dir:examples/cluster --once --output $out"
 # output folder signs with the same keys, so it gives the same digests
 # (the infra pool's kmod image holds signed modules).
 keys="${KILN_RUN_KEYS:-${KILN_CACHE:-$HOME/.cache/kiln}/run-keys}"
-bin/trigger --source dir:examples/cluster --once --output "$out" --local-keys "$keys" --registry "$addr" --steps "$PWD/bin/kiln-steps" --root .
+bin="$(cd "${KILN_BIN:-bin}" && pwd)"
+"$bin/trigger" --source dir:examples/cluster --once --output "$out" --local-keys "$keys" --registry "$addr" --steps "$bin/kiln-steps" --root .
