@@ -78,8 +78,8 @@ func TestRolloutStep(t *testing.T) {
 	if code != step.ExitOK || res["ROLLOUT_STATE"] != rollout.StateSucceeded || res["UPDATED_NODES"] != "2" || res["DRIFT_GATE"] != rollout.GatePassed {
 		t.Fatalf("signed image: exit %d, results %v\n%s", code, res, out)
 	}
-	if !strings.Contains(out, "NAME") || !strings.Contains(out, "UPDATEPREPARED") {
-		t.Errorf("no progress table in the step output:\n%s", out)
+	if !strings.Contains(out, "NODE") || !strings.Contains(out, "STATE") || !strings.Contains(out, "2/2 nodes on sha256:") {
+		t.Errorf("no node table or closing line in the step output:\n%s", out)
 	}
 	var tl []rollout.Event
 	b, err := os.ReadFile(filepath.Join(work, "rollout", "timeline.json"))
