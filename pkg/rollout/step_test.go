@@ -119,9 +119,16 @@ func TestRolloutStep(t *testing.T) {
 		t.Errorf("rollout/drift.txt (%v):\n%s", err, diff)
 	}
 	summary := runReport(t, work, "stepdrift")
-	if !strings.Contains(summary, "- **DriftDetected=True** (RenderedConfigDiffers): pool stepdrift: MCO rendered rendered-stepdrift-") ||
-		!strings.Contains(summary, "| rollout | Failed | drift gate: MCO rendered rendered-stepdrift-") {
-		t.Errorf("report:\n%s", summary)
+	flat := strings.Join(strings.Fields(summary), " ") // the report wraps at 100 columns
+	for _, want := range []string{
+		"kiln: pool stepdrift; Failed at rollout;",
+		"rollout Failed error: rollout of",
+		"drift gate: MCO rendered rendered-stepdrift-",
+		"DriftDetected=True (RenderedConfigDiffers): pool stepdrift: MCO rendered rendered-stepdrift-",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("report lacks %q:\n%s", want, summary)
+		}
 	}
 	t.Logf("the DriftDetected report:\n%s\nrollout/drift.txt:\n%s", summary, diff)
 }
