@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -27,6 +28,10 @@ type Buildah struct {
 	Bin string
 	// Env is buildah's environment; nil means the process's.
 	Env []string
+	// Root, when set, is buildah's storage: every call gets the global
+	// --root <Root>/storage --runroot <Root>/run, so a rebuild starts from
+	// empty storage whatever Env's storage.conf names.
+	Root string
 }
 
 // BuildahInput adds what only the buildah path uses to a BuildInput.
@@ -47,6 +52,45 @@ type BuildahInput struct {
 // --digestfile`; the digest comes from `push --digestfile`, which is also
 // the digest of what the registry holds (bud's would be of local storage).
 func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in BuildahInput) (*BuildResult, error) {
+	p, err := in.prepareBuildah(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	res := p.res
+	tag := p.repo.Tag(res.Tag)
+	if done, err := res.reuse(ctx, r, tag, in.Identity); err != nil || done {
+		return res, err
+	}
+	dir, err := os.MkdirTemp("", "kiln-buildah-ctx-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	b, err := p.bud(dir, tag.String())
+	if err != nil {
+		return nil, err
+	}
+	d, err := bb.BudAndPush(ctx, r, b)
+	if err != nil {
+		return nil, fmt.Errorf("building %s on %s: %w", in.Rendered.Name, in.Base, err)
+	}
+	res.Digest = d
+	res.Ref = p.repo.Digest(res.Digest.String()).String()
+	return res, nil
+}
+
+// buildahBuild is a prepared buildah-path build: its inputs and its
+// generated Containerfile, nothing built yet.
+type buildahBuild struct {
+	in   BuildahInput
+	res  *BuildResult
+	repo name.Repository
+	bc   *BuildContext
+}
+
+// prepareBuildah plans, resolves the base and generates the Containerfile
+// and the inputs; it reads the base's descriptor only.
+func (in *BuildahInput) prepareBuildah(ctx context.Context, r registry.Remote) (*buildahBuild, error) {
 	plan, err := in.plan()
 	if err != nil {
 		return nil, err
@@ -82,44 +126,33 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 		return nil, err
 	}
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
-	tag := repo.Tag(res.Tag)
-	if done, err := res.reuse(ctx, r, tag, in.Identity); err != nil || done {
-		return res, err
-	}
+	return &buildahBuild{in: *in, res: res, repo: repo, bc: bc}, nil
+}
 
-	dir, err := os.MkdirTemp("", "kiln-buildah-ctx-")
+// bud writes the build context into dir and returns the bud of it.
+func (p *buildahBuild) bud(dir, target string) (Bud, error) {
+	tarBytes, err := p.res.Plan.Tar()
 	if err != nil {
-		return nil, err
+		return Bud{}, err
 	}
-	defer os.RemoveAll(dir)
-	tarBytes, err := plan.Tar()
-	if err != nil {
-		return nil, err
-	}
-	files := map[string][]byte{"Containerfile": []byte(bc.Containerfile), ctxConfigTar: tarBytes}
-	for k, v := range bc.Files {
+	files := map[string][]byte{"Containerfile": []byte(p.bc.Containerfile), ctxConfigTar: tarBytes}
+	for k, v := range p.bc.Files {
 		files[k] = []byte(v)
 	}
 	for k, v := range files {
-		p := filepath.Join(dir, k)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, err
+		f := filepath.Join(dir, k)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return Bud{}, err
 		}
-		if err := os.WriteFile(p, v, 0o644); err != nil {
-			return nil, err
+		if err := os.WriteFile(f, v, 0o644); err != nil {
+			return Bud{}, err
 		}
 	}
-	d, err := bb.BudAndPush(ctx, r, Bud{
-		Dir: dir, Containerfile: filepath.Join(dir, "Containerfile"), Target: tag.String(),
-		Annotations: map[string]string{AnnotationSource: in.Source, LabelFingerprint: fp},
-		Pulls:       []string{in.Base, in.ExtensionsImage},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building %s on %s: %w", in.Rendered.Name, in.Base, err)
-	}
-	res.Digest = d
-	res.Ref = repo.Digest(res.Digest.String()).String()
-	return res, nil
+	return Bud{
+		Dir: dir, Containerfile: filepath.Join(dir, "Containerfile"), Target: target,
+		Annotations: map[string]string{AnnotationSource: p.in.Source, LabelFingerprint: p.res.Fingerprint},
+		Pulls:       []string{p.in.Base, p.in.ExtensionsImage},
+	}, nil
 }
 
 // Bud is a generic `buildah bud` of a caller's Containerfile, for builds
@@ -137,6 +170,10 @@ type Bud struct {
 	// Pulls are the image references the build pulls (its FROMs), so that
 	// their registries get the registry flags.
 	Pulls []string
+	// Env are `--env K=V` for every stage: unlike an undeclared
+	// --build-arg, they reach every RUN step (and land in the image
+	// config's Env).
+	Env map[string]string
 	// Target is where the result is pushed.
 	Target string
 }
@@ -154,27 +191,9 @@ func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.
 		return v1.Hash{}, err
 	}
 	defer os.RemoveAll(tmp)
-	sum := sha256.Sum256([]byte(b.Target))
-	local := "localhost/kiln-bud:" + hex.EncodeToString(sum[:8])
-	args := []string{"bud", "--layers", "--timestamp", "0", "--format", "oci", "-f", b.Containerfile, "-t", local}
-	for _, k := range sortedKeys(b.BuildArgs) {
-		args = append(args, "--build-arg", k+"="+b.BuildArgs[k])
-	}
-	for _, k := range sortedKeys(b.Secrets) {
-		args = append(args, "--secret", "id="+k+",src="+b.Secrets[k])
-	}
-	for _, k := range sortedKeys(b.Labels) {
-		args = append(args, "--label", k+"="+b.Labels[k])
-	}
-	for _, k := range sortedKeys(b.Annotations) {
-		args = append(args, "--annotation", k+"="+b.Annotations[k])
-	}
-	pull, err := pullCall(r, b.Pulls, tmp)
+	local, err := bb.bud(ctx, r, b, tmp)
 	if err != nil {
-		return v1.Hash{}, fmt.Errorf("building %s with buildah: %w", b.Target, err)
-	}
-	if out, err := bb.runEnv(ctx, pull.env, append(append(args, pull.args...), b.Dir)...); err != nil {
-		return v1.Hash{}, fmt.Errorf("building %s with buildah: %w\n%s", b.Target, err, tail(out, 15))
+		return v1.Hash{}, err
 	}
 	defer func() { _, _ = bb.run(context.WithoutCancel(ctx), "rmi", local) }()
 	digestFile := filepath.Join(tmp, "digest")
@@ -195,6 +214,38 @@ func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.
 		return v1.Hash{}, fmt.Errorf("reading buildah's digest file: %w", err)
 	}
 	return h, nil
+}
+
+// bud runs `buildah bud` for b into local storage and returns the local
+// name of the result; the caller removes it. tmp is a folder the caller
+// removes.
+func (bb Buildah) bud(ctx context.Context, r registry.Remote, b Bud, tmp string) (string, error) {
+	sum := sha256.Sum256([]byte(b.Target))
+	local := "localhost/kiln-bud:" + hex.EncodeToString(sum[:8])
+	args := []string{"bud", "--layers", "--timestamp", "0", "--format", "oci", "-f", b.Containerfile, "-t", local}
+	for _, k := range sortedKeys(b.BuildArgs) {
+		args = append(args, "--build-arg", k+"="+b.BuildArgs[k])
+	}
+	for _, k := range sortedKeys(b.Env) {
+		args = append(args, "--env", k+"="+b.Env[k])
+	}
+	for _, k := range sortedKeys(b.Secrets) {
+		args = append(args, "--secret", "id="+k+",src="+b.Secrets[k])
+	}
+	for _, k := range sortedKeys(b.Labels) {
+		args = append(args, "--label", k+"="+b.Labels[k])
+	}
+	for _, k := range sortedKeys(b.Annotations) {
+		args = append(args, "--annotation", k+"="+b.Annotations[k])
+	}
+	pull, err := pullCall(r, b.Pulls, tmp)
+	if err != nil {
+		return "", fmt.Errorf("building %s with buildah: %w", b.Target, err)
+	}
+	if out, err := bb.runEnv(ctx, pull.env, append(append(args, pull.args...), b.Dir)...); err != nil {
+		return "", fmt.Errorf("building %s with buildah: %w\n%s", b.Target, err, tail(out, 15))
+	}
+	return local, nil
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -231,6 +282,9 @@ func (bb Buildah) runEnv(ctx context.Context, extra []string, args ...string) (s
 	bin := bb.Bin
 	if bin == "" {
 		bin = "buildah"
+	}
+	if bb.Root != "" {
+		args = append([]string{"--root", filepath.Join(bb.Root, "storage"), "--runroot", filepath.Join(bb.Root, "run")}, args...)
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = bb.Env

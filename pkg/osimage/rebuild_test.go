@@ -1,0 +1,172 @@
+package osimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+// pushGzipBestBase pushes a from-scratch image with a static busybox as
+// /bin/sh whose one layer go-containerregistry compressed at the best gzip
+// level, which buildah's own compression never reproduces: a rebuild that
+// recompressed the base's layer would get another digest.
+func pushGzipBestBase(t *testing.T, host, repoTag string) v1.Image {
+	t.Helper()
+	busybox, err := env.LookTool("busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(busybox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "bin/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: "bin/sh", Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(bin))},
+	} {
+		h.ModTime = time.Unix(0, 0)
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tw.Write(bin); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil },
+		tarball.WithCompressionLevel(gzip.BestCompression))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err = mutate.Config(img, v1.Config{Labels: map[string]string{VersionLabel: "9.6.20250101-0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(mustRef(t, host+"/"+repoTag), img); err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// TestRebuildGivesThePushedDigest builds on both paths with pushes, then
+// rebuilds the same inputs with Rebuild (the buildah path in another,
+// fresh storage, at least a second later) and gets the pushed digests
+// without pushing anything.
+func TestRebuildGivesThePushedDigest(t *testing.T) {
+	e := env.Start(t, env.Options{Registry: true, Buildah: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	pushGzipBestBase(t, e.Registry.Host, "base/gz:1")
+	r := registry.Remote{Insecure: []string{e.Registry.Host}}
+
+	fast := BuildahInput{BuildInput: testInput(t, e.Registry.Host, "base/gz:1", "kiln/fast", "fast\n")}
+	fastRes, err := Build(ctx, r, fast.BuildInput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := BuildahInput{BuildInput: testInput(t, e.Registry.Host, "base/gz:1", "kiln/slow", "slow\n"),
+		Containerfile: "RUN echo user-content > /user-was-here\n"}
+	slowRes, err := BuildWithBuildah(ctx, Buildah{Env: e.Buildah.Env}, r, slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // a leaked wall-clock second would show
+
+	other := env.NewBuildah(t, env.BuildahOptions{InsecureRegistries: []string{e.Registry.Host}})
+	for _, c := range []struct {
+		builder string
+		in      BuildahInput
+		want    *BuildResult
+	}{
+		{"fast", fast, fastRes},
+		{"buildah", slow, slowRes},
+	} {
+		t.Run(c.builder, func(t *testing.T) {
+			work := t.TempDir()
+			got, err := Rebuild(ctx, r, Buildah{Env: other.Env}, c.in, c.builder, work)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Digest != c.want.Digest {
+				t.Errorf("rebuilt digest %s, pushed %s", got.Digest, c.want.Digest)
+			}
+			if d := c.want.Inputs.Diff(got.Inputs); d != "" {
+				t.Errorf("rebuilt inputs differ: %s", d)
+			}
+			// The rebuilt image is readable in full and is what the
+			// registry holds, byte for byte.
+			pushed, err := remote.Image(mustRef(t, c.want.Ref))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertSameImage(t, got.Image, pushed)
+		})
+	}
+	tags, err := remote.List(mustRef(t, e.Registry.Host+"/kiln/slow:x").Context())
+	if err != nil || len(tags) != 1 {
+		t.Errorf("tags of kiln/slow %v (%v): want only the build's, the rebuild pushes nothing", tags, err)
+	}
+}
+
+// assertSameImage compares manifests, configs and every layer's bytes.
+func assertSameImage(t *testing.T, got, want v1.Image) {
+	t.Helper()
+	gm, err := got.RawManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wm, _ := want.RawManifest()
+	if !bytes.Equal(gm, wm) {
+		t.Fatalf("manifests differ:\n%s\n%s", gm, wm)
+	}
+	gc, _ := got.RawConfigFile()
+	wc, _ := want.RawConfigFile()
+	if !bytes.Equal(gc, wc) {
+		t.Fatalf("configs differ:\n%s\n%s", gc, wc)
+	}
+	layers, err := got.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range layers {
+		d, _ := l.Digest()
+		rc, err := l.Compressed()
+		if err != nil {
+			t.Fatalf("layer %s: %v", d, err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || sha256Of(b) != d.String() {
+			t.Errorf("layer %s reads as %s (%v)", d, sha256Of(b), err)
+		}
+	}
+}
+
+func sha256Of(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
