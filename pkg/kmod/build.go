@@ -225,6 +225,7 @@ func unsignedBud(dir, dockerfile string, args, secrets map[string]string, target
 		Dir: dir, Containerfile: cf, BuildArgs: args, Secrets: secrets, Target: target, Env: BuildEnv,
 		Labels: map[string]string{"kiln.dev/kernel-full-version": kernel},
 		Pulls:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
+		Bases:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
 	}, nil
 }
 

@@ -152,6 +152,7 @@ func (p *buildahBuild) bud(dir, target string) (Bud, error) {
 		Dir: dir, Containerfile: filepath.Join(dir, "Containerfile"), Target: target,
 		Annotations: map[string]string{AnnotationSource: p.in.Source, LabelFingerprint: p.res.Fingerprint},
 		Pulls:       []string{p.in.Base, p.in.ExtensionsImage},
+		Bases:       []string{p.res.BaseRef},
 	}, nil
 }
 
@@ -170,6 +171,9 @@ type Bud struct {
 	// Pulls are the image references the build pulls (its FROMs), so that
 	// their registries get the registry flags.
 	Pulls []string
+	// Bases are the images by digest (repository@sha256:…) whose layers
+	// the result starts with: those keep the base's compressed blobs.
+	Bases []string
 	// Env are `--env K=V` for every stage: unlike an undeclared
 	// --build-arg, they reach every RUN step (and land in the image
 	// config's Env).
@@ -178,9 +182,12 @@ type Bud struct {
 	Target string
 }
 
-// BudAndPush builds with `buildah bud --layers --timestamp 0` and pushes
-// with `push --digestfile`, returning the pushed digest. A failed build
-// reports the tail of buildah's log; nothing is pushed then.
+// BudAndPush builds with `buildah bud --layers --timestamp 0`, writes the
+// result to an OCI layout and pushes it with kiln's own registry client
+// (see BudLocal for why not `buildah push`), returning the pushed digest.
+// A failed build reports the tail of buildah's log; nothing is pushed
+// then. The manifest PUT to b.Target (a tag) comes last, so a failed push
+// leaves no tag.
 func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.Hash, error) {
 	target, err := r.ParseRef(b.Target)
 	if err != nil {
@@ -191,29 +198,14 @@ func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.
 		return v1.Hash{}, err
 	}
 	defer os.RemoveAll(tmp)
-	local, err := bb.bud(ctx, r, b, tmp)
+	out, err := bb.BudLocal(ctx, r, b, tmp)
 	if err != nil {
 		return v1.Hash{}, err
 	}
-	defer func() { _, _ = bb.run(context.WithoutCancel(ctx), "rmi", local) }()
-	digestFile := filepath.Join(tmp, "digest")
-	pc, err := pushCall(r, target.Context().RegistryStr(), tmp)
-	if err != nil {
-		return v1.Hash{}, fmt.Errorf("pushing %s with buildah: %w", target, err)
+	if err := r.Write(ctx, target, out.Image); err != nil {
+		return v1.Hash{}, registry.Classify(err, "pushing image", target.String())
 	}
-	push := append([]string{"push", "--digestfile", digestFile}, pc.args...)
-	if out, err := bb.runEnv(ctx, pc.env, append(push, local, "docker://"+target.String())...); err != nil {
-		return v1.Hash{}, fmt.Errorf("pushing %s with buildah: %w\n%s", target, err, tail(out, 15))
-	}
-	d, err := os.ReadFile(digestFile)
-	if err != nil {
-		return v1.Hash{}, fmt.Errorf("reading buildah's digest file: %w", err)
-	}
-	h, err := v1.NewHash(strings.TrimSpace(string(d)))
-	if err != nil {
-		return v1.Hash{}, fmt.Errorf("reading buildah's digest file: %w", err)
-	}
-	return h, nil
+	return out.Digest, nil
 }
 
 // bud runs `buildah bud` for b into local storage and returns the local

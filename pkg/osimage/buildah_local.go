@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
@@ -17,30 +17,26 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
-// BudLocal builds b as BudAndPush does but pushes nothing: it writes the
-// result to an OCI layout under work and returns the image the registry
-// push to b.Target would have made, with that push's digest.
+// BudLocal builds b as BudAndPush does, up to the push: it writes the
+// result to an OCI layout under work (a folder the caller removes after it
+// is done with the image) and returns the image BudAndPush pushes, with
+// its digest. BudAndPush and every rebuild go through here.
 //
-// Why not simply the layout's manifest: `buildah push` to the registry
-// (containers/image) does not upload the layers the build took from its
-// base; it finds them already in that registry (its blob-info cache
-// remembers where it pulled them) and puts the base manifest's compressed
-// descriptors into the new manifest. A push to a fresh OCI layout has
-// nothing to reuse and compresses those layers again, giving other layer
-// digests. So every layout layer whose uncompressed digest (diffID) is a
-// layer of one of bases (images by digest, in b.Target's registry) gets
-// that base's compressed descriptor back, byte-for-byte in buildah's own
-// manifest JSON; the new layers keep buildah's compression, which is
-// deterministic. A base in another registry than b.Target is not reused by
-// the push either (containers/image only mounts within one registry), so
-// its layers keep buildah's compression here too. Not covered: a base
-// that buildah pulled through a mirror on b.Target's host under another
-// name.
-func (bb Buildah) BudLocal(ctx context.Context, r registry.Remote, b Bud, bases []string, work string) (*Rebuilt, error) {
-	target, err := r.ParseRef(b.Target)
-	if err != nil {
-		return nil, err
-	}
+// Why not `buildah push docker://…`: that push (containers/image) uploads
+// no layer the registry already has in some form. It looks every layer's
+// uncompressed digest up in its blob-info cache (one per machine,
+// /var/lib/containers/cache for root), and when the cache knows a gzip
+// blob of the same content in the target registry, from any earlier pull
+// or push, any repository, it mounts that blob and names it in the
+// manifest. So the pushed digest depended on what that machine had done
+// before (measured with buildah 1.28: an uncompressed base layer was
+// gzipped by the push on one run and replaced by another image's blob of
+// the same content on the next). Here no cache is asked: every layer is
+// compressed by buildah (deterministic) except the layers taken from
+// Bases, which keep the base manifest's gzip descriptor, exactly what a
+// registry push of the base's own layers would mount. A base layer that
+// is not gzip is compressed like a new one.
+func (bb Buildah) BudLocal(ctx context.Context, r registry.Remote, b Bud, work string) (*Rebuilt, error) {
 	tmp, err := os.MkdirTemp(work, "bud-")
 	if err != nil {
 		return nil, err
@@ -51,7 +47,10 @@ func (bb Buildah) BudLocal(ctx context.Context, r registry.Remote, b Bud, bases 
 		return nil, err
 	}
 	defer func() { _, _ = bb.run(context.WithoutCancel(ctx), "rmi", local) }()
-	dir := filepath.Join(work, "oci")
+	dir, err := os.MkdirTemp(work, "oci-")
+	if err != nil {
+		return nil, err
+	}
 	if out, err := bb.run(ctx, "push", local, "oci:"+dir+":kiln"); err != nil {
 		return nil, fmt.Errorf("writing %s to an OCI layout with buildah: %w\n%s", b.Target, err, tail(out, 15))
 	}
@@ -60,14 +59,14 @@ func (bb Buildah) BudLocal(ctx context.Context, r registry.Remote, b Bud, bases 
 		return nil, fmt.Errorf("reading buildah's OCI layout: %w", err)
 	}
 	reuse := map[v1.Hash]baseLayer{}
-	for _, ref := range bases {
-		if err := addBaseLayers(ctx, r, ref, target.Context().RegistryStr(), reuse); err != nil {
+	for _, ref := range b.Bases {
+		if err := addBaseLayers(ctx, r, ref, reuse); err != nil {
 			return nil, err
 		}
 	}
 	out, err := substituteBaseLayers(img, reuse)
 	if err != nil {
-		return nil, fmt.Errorf("rebuilding %s: %w", b.Target, err)
+		return nil, fmt.Errorf("building %s: %w", b.Target, err)
 	}
 	d, err := out.Digest()
 	if err != nil {
@@ -102,9 +101,9 @@ type baseLayer struct {
 	layer v1.Layer
 }
 
-// addBaseLayers adds the layers of ref (repository@digest, read and
-// checked by digest) to reuse, by diffID, when ref is in host.
-func addBaseLayers(ctx context.Context, r registry.Remote, ref, host string, reuse map[v1.Hash]baseLayer) error {
+// addBaseLayers adds the gzip layers of ref (repository@digest, read and
+// checked by digest) to reuse, by diffID.
+func addBaseLayers(ctx context.Context, r registry.Remote, ref string, reuse map[v1.Hash]baseLayer) error {
 	if ref == "" {
 		return nil
 	}
@@ -112,8 +111,8 @@ func addBaseLayers(ctx context.Context, r registry.Remote, ref, host string, reu
 	if err != nil {
 		return err
 	}
-	if n.Context().RegistryStr() != host {
-		return nil
+	if _, ok := n.(name.Digest); !ok {
+		return fmt.Errorf("base image %s: want repository@sha256:…", ref)
 	}
 	img, err := r.Image(ctx, n)
 	if err != nil {
@@ -131,8 +130,8 @@ func addBaseLayers(ctx context.Context, r registry.Remote, ref, host string, reu
 		return fmt.Errorf("base image %s: %d layers but %d diffIDs", ref, len(m.Layers), len(cf.RootFS.DiffIDs))
 	}
 	for i, d := range m.Layers {
-		if !gzipLayer(d.MediaType) {
-			continue // containers/image would not reuse it as a gzip layer
+		if ociLayerType(d.MediaType) == "" {
+			continue // containers/image would not reuse it as is
 		}
 		l, err := img.LayerByDigest(d.Digest)
 		if err != nil {
@@ -145,8 +144,16 @@ func addBaseLayers(ctx context.Context, r registry.Remote, ref, host string, reu
 	return nil
 }
 
-func gzipLayer(mt types.MediaType) bool {
-	return mt == types.OCILayer || mt == types.DockerLayer
+// ociLayerType is the media type an OCI manifest gives a base layer of
+// type mt that `buildah push` reuses: only gzip layers are reused (as OCI
+// gzip layers). An uncompressed base layer is gzipped by the push like a
+// new one (measured with buildah 1.28: TestRebuildGivesThePushedDigest),
+// so it keeps buildah's compression here too; "" for those.
+func ociLayerType(mt types.MediaType) types.MediaType {
+	if mt == types.OCILayer || mt == types.DockerLayer {
+		return types.OCILayer
+	}
+	return ""
 }
 
 // substituteBaseLayers returns img with the base's compressed descriptor
@@ -174,14 +181,11 @@ func substituteBaseLayers(img v1.Image, reuse map[v1.Hash]baseLayer) (v1.Image, 
 		if !ok || b.desc.Digest == d.Digest {
 			continue
 		}
-		if d.MediaType != types.OCILayer {
-			return nil, fmt.Errorf("layer %d of buildah's image is %s, want %s", i, d.MediaType, types.OCILayer)
-		}
-		old := descriptorJSON(d.Digest, d.Size)
+		old := descriptorJSON(d.MediaType, d.Digest, d.Size)
 		if n := bytes.Count(raw, old); n != 1 {
 			return nil, fmt.Errorf("layer %s occurs %d times in buildah's manifest, want once", d.Digest, n)
 		}
-		raw = bytes.Replace(raw, old, descriptorJSON(b.desc.Digest, b.desc.Size), 1)
+		raw = bytes.Replace(raw, old, descriptorJSON(ociLayerType(b.desc.MediaType), b.desc.Digest, b.desc.Size), 1)
 		out.remote[b.desc.Digest] = b.layer
 	}
 	var check v1.Manifest
@@ -189,17 +193,51 @@ func substituteBaseLayers(img v1.Image, reuse map[v1.Hash]baseLayer) (v1.Image, 
 		return nil, fmt.Errorf("rewriting buildah's manifest: %w", err)
 	}
 	out.manifest = raw
-	return partial.CompressedToImage(out)
+	img, err = partial.CompressedToImage(out)
+	if err != nil {
+		return nil, err
+	}
+	return &mountingImage{Image: img, remote: out.remote}, nil
 }
 
-// descriptorJSON is how containers/image encodes a descriptor's digest
-// and size (image-spec's Descriptor field order).
-func descriptorJSON(d v1.Hash, size int64) []byte {
-	return []byte(`"digest":"` + d.String() + `","size":` + strconv.FormatInt(size, 10))
+// mountingImage hands out the bases' own layers, so that a push to their
+// registry mounts them instead of downloading and uploading them.
+type mountingImage struct {
+	v1.Image
+	remote map[v1.Hash]v1.Layer
+}
+
+func (i *mountingImage) Layers() ([]v1.Layer, error) {
+	m, err := i.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	ls := make([]v1.Layer, 0, len(m.Layers))
+	for _, d := range m.Layers {
+		l, err := i.LayerByDigest(d.Digest)
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+func (i *mountingImage) LayerByDigest(h v1.Hash) (v1.Layer, error) {
+	if l, ok := i.remote[h]; ok {
+		return l, nil
+	}
+	return i.Image.LayerByDigest(h)
+}
+
+// descriptorJSON is how containers/image encodes a layer descriptor
+// (image-spec's Descriptor field order, no annotations).
+func descriptorJSON(mt types.MediaType, d v1.Hash, size int64) []byte {
+	return []byte(`{"mediaType":"` + string(mt) + `","digest":"` + d.String() + `","size":` + strconv.FormatInt(size, 10) + `}`)
 }
 
 // rebuiltImage is buildah's image with some layers taken from the bases:
-// those are read from their registry when asked, never copied.
+// those are read from their registry when asked, never copied to disk.
 type rebuiltImage struct {
 	manifest []byte
 	local    v1.Image

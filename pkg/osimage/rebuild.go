@@ -72,14 +72,22 @@ func rebuildBuildah(ctx context.Context, r registry.Remote, bb Buildah, in Build
 	if err != nil {
 		return nil, err
 	}
-	bb.Root = filepath.Join(work, "buildah")
-	defer bb.removeStorage()
-	out, err := bb.BudLocal(ctx, r, b, []string{p.res.BaseRef}, work)
+	bb, done := bb.FreshStorage(filepath.Join(work, "buildah"))
+	defer done()
+	out, err := bb.BudLocal(ctx, r, b, work)
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding %s on %s: %w", in.Rendered.Name, in.Base, err)
 	}
 	out.Inputs = p.res.Inputs
 	return out, nil
+}
+
+// FreshStorage returns bb with its storage in dir (Root), which must not
+// hold one yet, and a function that empties and removes it again: a
+// rebuild shares nothing with the storage of the build it checks.
+func (bb Buildah) FreshStorage(dir string) (Buildah, func()) {
+	bb.Root = dir
+	return bb, bb.removeStorage
 }
 
 // removeStorage empties and removes a storage made for one rebuild (Root

@@ -16,17 +16,20 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
-// pushGzipBestBase pushes a from-scratch image with a static busybox as
-// /bin/sh whose one layer go-containerregistry compressed at the best gzip
-// level, which buildah's own compression never reproduces: a rebuild that
-// recompressed the base's layer would get another digest.
-func pushGzipBestBase(t *testing.T, host, repoTag string) v1.Image {
+// pushBusyboxBase pushes a from-scratch image with a static busybox as
+// /bin/sh in one layer that buildah's own compression never reproduces:
+// gzipped by go-containerregistry at the best level, or (uncompressed, as
+// the sample's base) not compressed at all. A rebuild that compressed the
+// base's layer again would get another digest.
+func pushLayerBase(t *testing.T, host, repoTag string, uncompressed bool) v1.Image {
 	t.Helper()
 	busybox, err := env.LookTool("busybox")
 	if err != nil {
@@ -58,7 +61,12 @@ func pushGzipBestBase(t *testing.T, host, repoTag string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	base := empty.Image
+	if uncompressed {
+		layer = static.NewLayer(buf.Bytes(), types.OCIUncompressedLayer)
+		base = mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	}
+	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,53 +88,56 @@ func TestRebuildGivesThePushedDigest(t *testing.T) {
 	e := env.Start(t, env.Options{Registry: true, Buildah: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	pushGzipBestBase(t, e.Registry.Host, "base/gz:1")
+	pushLayerBase(t, e.Registry.Host, "base/gz:1", false)
+	pushLayerBase(t, e.Registry.Host, "base/tar:1", true)
 	r := registry.Remote{Insecure: []string{e.Registry.Host}}
 
-	fast := BuildahInput{BuildInput: testInput(t, e.Registry.Host, "base/gz:1", "kiln/fast", "fast\n")}
-	fastRes, err := Build(ctx, r, fast.BuildInput)
-	if err != nil {
-		t.Fatal(err)
+	type build struct {
+		name, builder string
+		in            BuildahInput
+		res           *BuildResult
 	}
-	slow := BuildahInput{BuildInput: testInput(t, e.Registry.Host, "base/gz:1", "kiln/slow", "slow\n"),
-		Containerfile: "RUN echo user-content > /user-was-here\n"}
-	slowRes, err := BuildWithBuildah(ctx, Buildah{Env: e.Buildah.Env}, r, slow)
-	if err != nil {
-		t.Fatal(err)
+	var builds []build
+	for _, base := range []string{"gz", "tar"} {
+		fast := BuildahInput{BuildInput: testInput(t, e.Registry.Host, "base/"+base+":1", "kiln/fast-"+base, "fast\n")}
+		res, err := Build(ctx, r, fast.BuildInput)
+		if err != nil {
+			t.Fatal(err)
+		}
+		builds = append(builds, build{"fast on " + base, "fast", fast, res})
+		slow := BuildahInput{BuildInput: testInput(t, e.Registry.Host, "base/"+base+":1", "kiln/slow-"+base, "slow\n"),
+			Containerfile: "RUN echo user-content > /user-was-here\n"}
+		if res, err = BuildWithBuildah(ctx, Buildah{Env: e.Buildah.Env}, r, slow); err != nil {
+			t.Fatal(err)
+		}
+		builds = append(builds, build{"buildah on " + base, "buildah", slow, res})
 	}
 	time.Sleep(1100 * time.Millisecond) // a leaked wall-clock second would show
 
 	other := env.NewBuildah(t, env.BuildahOptions{InsecureRegistries: []string{e.Registry.Host}})
-	for _, c := range []struct {
-		builder string
-		in      BuildahInput
-		want    *BuildResult
-	}{
-		{"fast", fast, fastRes},
-		{"buildah", slow, slowRes},
-	} {
-		t.Run(c.builder, func(t *testing.T) {
+	for _, c := range builds {
+		t.Run(c.name, func(t *testing.T) {
 			work := t.TempDir()
 			got, err := Rebuild(ctx, r, Buildah{Env: other.Env}, c.in, c.builder, work)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Digest != c.want.Digest {
-				t.Errorf("rebuilt digest %s, pushed %s", got.Digest, c.want.Digest)
+			if got.Digest != c.res.Digest {
+				t.Errorf("rebuilt digest %s, pushed %s", got.Digest, c.res.Digest)
 			}
-			if d := c.want.Inputs.Diff(got.Inputs); d != "" {
+			if d := c.res.Inputs.Diff(got.Inputs); d != "" {
 				t.Errorf("rebuilt inputs differ: %s", d)
 			}
 			// The rebuilt image is readable in full and is what the
 			// registry holds, byte for byte.
-			pushed, err := remote.Image(mustRef(t, c.want.Ref))
+			pushed, err := remote.Image(mustRef(t, c.res.Ref))
 			if err != nil {
 				t.Fatal(err)
 			}
 			assertSameImage(t, got.Image, pushed)
 		})
 	}
-	tags, err := remote.List(mustRef(t, e.Registry.Host+"/kiln/slow:x").Context())
+	tags, err := remote.List(mustRef(t, e.Registry.Host+"/kiln/slow-gz:x").Context())
 	if err != nil || len(tags) != 1 {
 		t.Errorf("tags of kiln/slow %v (%v): want only the build's, the rebuild pushes nothing", tags, err)
 	}
