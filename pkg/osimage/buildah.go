@@ -16,6 +16,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
 // DefaultBuildah is the buildah binary every step runs unless told
@@ -43,14 +44,10 @@ type BuildahInput struct {
 }
 
 // BuildWithBuildah builds with `buildah bud --layers --timestamp 0` from a
-// generated Containerfile and pushes with `buildah push --digestfile`. The
-// fingerprint also covers the Containerfile, so reuse works as on the
-// fast path (only a proven image is reused). The tag is written by the
-// push's final manifest PUT, so a failed build or push leaves no tag.
-//
-// Difference from the brief: Debian's buildah 1.28 has no `bud
-// --digestfile`; the digest comes from `push --digestfile`, which is also
-// the digest of what the registry holds (bud's would be of local storage).
+// generated Containerfile and pushes with BudAndPush. The fingerprint also
+// covers the Containerfile, so reuse works as on the fast path (only a
+// proven image is reused). The tag is written by the push's final manifest
+// PUT, so a failed build or push leaves no tag.
 func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in BuildahInput) (*BuildResult, error) {
 	p, err := in.prepareBuildah(ctx, r)
 	if err != nil {
@@ -86,6 +83,8 @@ type buildahBuild struct {
 	res  *BuildResult
 	repo name.Repository
 	bc   *BuildContext
+	// ext is the extensions image by digest when the build mounts it.
+	ext string
 }
 
 // prepareBuildah plans, resolves the base and generates the Containerfile
@@ -106,16 +105,23 @@ func (in *BuildahInput) prepareBuildah(ctx context.Context, r registry.Remote) (
 			in.Rendered.Name, in.Base, strings.Join(plan.NeedsBuildah, "; "))
 	}
 	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
+	ext, err := extensionsByDigest(ctx, r, in)
+	if err != nil {
+		return nil, err
+	}
 	labels := map[string]string{LabelRenderedConfig: in.Rendered.Name, LabelBaseImage: baseByDigest, LabelPool: in.Pool}
 	cfIn := ContainerfileInput{
-		Base: baseByDigest, ExtensionsImage: in.ExtensionsImage, Extensions: in.Rendered.Spec.Extensions,
+		Base: baseByDigest, ExtensionsImage: ext, Extensions: in.Rendered.Spec.Extensions,
 		KernelType: in.Rendered.Spec.KernelType, EnableUnits: plan.EnableBaseUnits, Labels: labels, User: in.Containerfile,
 	}
 	bc, err := GenerateContainerfile(cfIn)
 	if err != nil {
 		return nil, fmt.Errorf("building %s with buildah: %w", in.Rendered.Name, err)
 	}
-	inputs, err := in.inputs(baseByDigest, plan, "buildah", contextHash(bc))
+	inputs, err := in.inputs(baseByDigest, plan, trust.NodeImage{
+		Builder: "buildah", BuildContext: contextHash(bc), ExtensionsImage: ext,
+		Containerfile: bc.Containerfile, UserContainerfile: in.Containerfile,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +132,7 @@ func (in *BuildahInput) prepareBuildah(ctx context.Context, r registry.Remote) (
 		return nil, err
 	}
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
-	return &buildahBuild{in: *in, res: res, repo: repo, bc: bc}, nil
+	return &buildahBuild{in: *in, res: res, repo: repo, bc: bc, ext: ext}, nil
 }
 
 // bud writes the build context into dir and returns the bud of it.
@@ -151,9 +157,32 @@ func (p *buildahBuild) bud(dir, target string) (Bud, error) {
 	return Bud{
 		Dir: dir, Containerfile: filepath.Join(dir, "Containerfile"), Target: target,
 		Annotations: map[string]string{AnnotationSource: p.in.Source, LabelFingerprint: p.res.Fingerprint},
-		Pulls:       []string{p.in.Base, p.in.ExtensionsImage},
+		Pulls:       []string{p.in.Base, p.ext},
 		Bases:       []string{p.res.BaseRef},
 	}, nil
+}
+
+// extensionsByDigest resolves the extensions image to a digest when the
+// Containerfile mounts it, once, before the build: the build mounts that
+// digest and the attestation records it, so a tag moved meanwhile cannot
+// slip other packages in. "" when the build does not use it.
+func extensionsByDigest(ctx context.Context, r registry.Remote, in BuildahInput) (string, error) {
+	pkgs, err := packagesFor(in.Rendered.Spec.Extensions)
+	if err != nil || in.ExtensionsImage == "" || !usesExtensionsImage(pkgs, in.Rendered.Spec.KernelType) {
+		return in.ExtensionsImage, nil // GenerateContainerfile reports what is wrong
+	}
+	ref, err := r.ParseRef(in.ExtensionsImage)
+	if err != nil {
+		return "", fmt.Errorf("building %s with buildah: extensions image: %w", in.Rendered.Name, err)
+	}
+	if d, ok := ref.(name.Digest); ok {
+		return d.String(), nil
+	}
+	desc, err := r.Head(ctx, ref)
+	if err != nil {
+		return "", registry.Classify(err, "resolving the extensions image", in.ExtensionsImage)
+	}
+	return ref.Context().Digest(desc.Digest.String()).String(), nil
 }
 
 // Bud is a generic `buildah bud` of a caller's Containerfile, for builds
