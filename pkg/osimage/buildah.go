@@ -105,7 +105,7 @@ func (in *BuildahInput) prepareBuildah(ctx context.Context, r registry.Remote) (
 			in.Rendered.Name, in.Base, strings.Join(plan.NeedsBuildah, "; "))
 	}
 	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
-	ext, err := extensionsByDigest(ctx, r, in)
+	ext, err := extensionsByDigest(ctx, r, *in)
 	if err != nil {
 		return nil, err
 	}
