@@ -33,9 +33,9 @@ import (
 // gzipped by the push on one run and replaced by another image's blob of
 // the same content on the next). Here no cache is asked: every layer is
 // compressed by buildah (deterministic) except the layers taken from
-// Bases, which keep the base manifest's gzip descriptor, exactly what a
-// registry push of the base's own layers would mount. A base layer that
-// is not gzip is compressed like a new one.
+// Bases, which keep the base manifest's descriptor, compressed or not: the
+// push mounts them, and a custom base (kmod image) keeps the payload
+// base's layer digests, as Preflight requires.
 func (bb Buildah) BudLocal(ctx context.Context, r registry.Remote, b Bud, work string) (*Rebuilt, error) {
 	tmp, err := os.MkdirTemp(work, "bud-")
 	if err != nil {
@@ -101,7 +101,7 @@ type baseLayer struct {
 	layer v1.Layer
 }
 
-// addBaseLayers adds the gzip layers of ref (repository@digest, read and
+// addBaseLayers adds the layers of ref (repository@digest, read and
 // checked by digest) to reuse, by diffID.
 func addBaseLayers(ctx context.Context, r registry.Remote, ref string, reuse map[v1.Hash]baseLayer) error {
 	if ref == "" {
@@ -144,14 +144,18 @@ func addBaseLayers(ctx context.Context, r registry.Remote, ref string, reuse map
 	return nil
 }
 
-// ociLayerType is the media type an OCI manifest gives a base layer of
-// type mt that `buildah push` reuses: only gzip layers are reused (as OCI
-// gzip layers). An uncompressed base layer is gzipped by the push like a
-// new one (measured with buildah 1.28: TestRebuildGivesThePushedDigest),
-// so it keeps buildah's compression here too; "" for those.
+// ociLayerType is the media type buildah's OCI manifest gives a base
+// layer of type mt kept as the base has it: the same compression, the OCI
+// name of a Docker type. "" for a type kiln does not keep (foreign or
+// non-distributable layers): buildah's compression is used for those.
 func ociLayerType(mt types.MediaType) types.MediaType {
-	if mt == types.OCILayer || mt == types.DockerLayer {
+	switch mt {
+	case types.OCILayer, types.DockerLayer:
 		return types.OCILayer
+	case types.OCIUncompressedLayer, types.DockerUncompressedLayer:
+		return types.OCIUncompressedLayer
+	case types.OCILayerZStd:
+		return types.OCILayerZStd
 	}
 	return ""
 }

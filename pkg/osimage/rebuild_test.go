@@ -88,14 +88,17 @@ func TestRebuildGivesThePushedDigest(t *testing.T) {
 	e := env.Start(t, env.Options{Registry: true, Buildah: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	pushLayerBase(t, e.Registry.Host, "base/gz:1", false)
-	pushLayerBase(t, e.Registry.Host, "base/tar:1", true)
+	bases := map[string]v1.Image{
+		"gz":  pushLayerBase(t, e.Registry.Host, "base/gz:1", false),
+		"tar": pushLayerBase(t, e.Registry.Host, "base/tar:1", true),
+	}
 	r := registry.Remote{Insecure: []string{e.Registry.Host}}
 
 	type build struct {
 		name, builder string
 		in            BuildahInput
 		res           *BuildResult
+		base          v1.Image
 	}
 	var builds []build
 	for _, base := range []string{"gz", "tar"} {
@@ -104,13 +107,13 @@ func TestRebuildGivesThePushedDigest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		builds = append(builds, build{"fast on " + base, "fast", fast, res})
+		builds = append(builds, build{"fast on " + base, "fast", fast, res, bases[base]})
 		slow := BuildahInput{BuildInput: testInput(t, e.Registry.Host, "base/"+base+":1", "kiln/slow-"+base, "slow\n"),
 			Containerfile: "RUN echo user-content > /user-was-here\n"}
 		if res, err = BuildWithBuildah(ctx, Buildah{Env: e.Buildah.Env}, r, slow); err != nil {
 			t.Fatal(err)
 		}
-		builds = append(builds, build{"buildah on " + base, "buildah", slow, res})
+		builds = append(builds, build{"buildah on " + base, "buildah", slow, res, bases[base]})
 	}
 	time.Sleep(1100 * time.Millisecond) // a leaked wall-clock second would show
 
@@ -135,6 +138,17 @@ func TestRebuildGivesThePushedDigest(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertSameImage(t, got.Image, pushed)
+			// The base's layer is the base's blob, compressed or not:
+			// mounted by the push, never compressed again.
+			bm, _ := c.base.Manifest()
+			gm, err := got.Image.Manifest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			mt := gm.Layers[0].MediaType
+			if gm.Layers[0].Digest != bm.Layers[0].Digest || (mt != bm.Layers[0].MediaType && mt != ociLayerType(bm.Layers[0].MediaType)) {
+				t.Errorf("first layer %s %s, the base's is %s %s", gm.Layers[0].MediaType, gm.Layers[0].Digest, bm.Layers[0].MediaType, bm.Layers[0].Digest)
+			}
 		})
 	}
 	tags, err := remote.List(mustRef(t, e.Registry.Host+"/kiln/slow-gz:x").Context())
