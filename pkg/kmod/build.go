@@ -192,18 +192,25 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	return recordBuilt(ctx, o.KubeOptions, md, ReasonBuilt, fmt.Sprintf("built %s for kernel %s", rep.Image, bi.kernel), rep.Digest, p)
 }
 
-// BuildEnv is the environment of every stage of a kmod build (buildah
-// --env: an undeclared --build-arg would not reach the RUN steps). The
-// kernel's build writes the time, user and host into what it makes
-// (KBUILD_BUILD_*, read by scripts/mkcompile_h and friends) and compilers
-// read SOURCE_DATE_EPOCH for __DATE__ and __TIME__: fixed values keep the
-// compiled module the same from one build to the next. The variables also
-// land in the image config's Env, where they are harmless.
+// BuildEnv is the environment of a kmod build's final stage (buildah
+// --env: an undeclared --build-arg would not reach its RUN steps, such as
+// the seed's depmod). Tools that write times, users or hosts into their
+// output read these; the variables also land in the image config's Env.
+//
+// buildah 1.28 gives --env to the final stage only, not to the stage that
+// compiles the module (osimage TestBudEnvReachesTheFinalStage). The module
+// does not need them: the kernel's build refuses __DATE__ and __TIME__
+// (-Werror=date-time), so SOURCE_DATE_EPOCH cannot reach it; KBUILD_BUILD_*
+// only feed vmlinux's compile.h, which an external module (make M=…)
+// never builds; its build id is a hash of its content. A user's own tools
+// in a builder stage that embed the time are not covered.
 //
 // No -ffile-prefix-map: the module is compiled inside the build container,
-// in the Dockerfile's WORKDIR against the driver toolkit's headers, so the
-// paths in its debug info are container paths, the same on every machine;
-// no path of the host reaches the module.
+// in the Dockerfile's WORKDIR against the driver toolkit's headers (the
+// kernel's Makefile already maps its own tree away with
+// -fmacro-prefix-map), so the paths in its debug info are container paths,
+// the same on every machine; no path of the host reaches the module
+// (TestRebuildUnsignedAndResignGiveThePushedDigests checks).
 var BuildEnv = map[string]string{
 	"SOURCE_DATE_EPOCH":      "0",
 	"KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 1970",

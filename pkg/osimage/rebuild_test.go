@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"io"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -194,4 +195,44 @@ func assertSameImage(t *testing.T, got, want v1.Image) {
 func sha256Of(b []byte) string {
 	s := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// TestBudEnvReachesTheFinalStage builds a two-stage Containerfile whose
+// stages do not declare the variable: Bud.Env reaches the final stage's
+// RUN steps (an undeclared --build-arg would not). buildah 1.28 gives
+// --env to the final stage only; the builder stage's value is logged, so
+// a buildah that passes it everywhere shows here (kmod.BuildEnv's comment
+// says what that changes).
+func TestBudEnvReachesTheFinalStage(t *testing.T) {
+	e := env.Start(t, env.Options{Registry: true, Buildah: true})
+	pushLayerBase(t, e.Registry.Host, "base/bb:1", false)
+	base := e.Registry.Host + "/base/bb:1"
+	dir := t.TempDir()
+	cf := "FROM " + base + " AS builder\nRUN echo \"$KILN_TEST_VAR\" > /first\n" +
+		"FROM " + base + "\nCOPY --from=builder /first /first\nRUN echo \"$KILN_TEST_VAR\" > /second\n"
+	if err := os.WriteFile(filepath.Join(dir, "Containerfile"), []byte(cf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := registry.Remote{Insecure: []string{e.Registry.Host}}
+	out, err := Buildah{Env: e.Buildah.Env}.BudLocal(t.Context(), r, Bud{
+		Dir: dir, Containerfile: filepath.Join(dir, "Containerfile"), Target: e.Registry.Host + "/kiln/env:x",
+		Env: map[string]string{"KILN_TEST_VAR": "reached"}, Pulls: []string{base},
+	}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := out.Image.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]string{}
+	for _, l := range layers {
+		for k, v := range layerEntries(t, l) {
+			all[k] = v.data
+		}
+	}
+	if all["second"] != "reached\n" {
+		t.Errorf("/second = %q, want the variable's value", all["second"])
+	}
+	t.Logf("the builder stage saw %q", all["first"])
 }
