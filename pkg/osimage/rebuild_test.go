@@ -10,12 +10,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
@@ -235,4 +237,59 @@ func TestBudEnvReachesTheFinalStage(t *testing.T) {
 		t.Errorf("/second = %q, want the variable's value", all["second"])
 	}
 	t.Logf("the builder stage saw %q", all["first"])
+}
+
+// TestRebuildFastOnAnIndexGivesThePushedIndex rebuilds the fast path on a
+// multi-platform base: the index digest Build pushed, nothing pushed.
+func TestRebuildFastOnAnIndexGivesThePushedIndex(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	idx, err := random.Index(32<<10, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, _ := idx.IndexManifest()
+	withPlat := mutate.IndexMediaType(emptyIndex(), types.OCIImageIndex)
+	for i, arch := range []string{"amd64", "arm64"} {
+		img, _ := idx.Image(im.Manifests[i].Digest)
+		withPlat = mutate.AppendManifests(withPlat, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	}
+	if err := remote.WriteIndex(mustRef(t, reg.Host+"/base/multi:1"), withPlat); err != nil {
+		t.Fatal(err)
+	}
+	r := registry.Remote{Insecure: []string{reg.Host}}
+	in := BuildahInput{BuildInput: testInput(t, reg.Host, "base/multi:1", "kiln/multi", "x")}
+	res, err := Build(t.Context(), r, in.BuildInput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Rebuild(t.Context(), r, Buildah{}, in, "fast", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Index == nil || got.Image != nil || got.Digest != res.Digest {
+		t.Errorf("rebuilt index %v image %v digest %s, want the pushed index %s", got.Index != nil, got.Image != nil, got.Digest, res.Digest)
+	}
+}
+
+// TestRebuildRefusesWhatNoBuilderMakes: an unknown builder, and a fast
+// rebuild of inputs naming a Containerfile (which only buildah builds).
+func TestRebuildRefusesWhatNoBuilderMakes(t *testing.T) {
+	in := BuildahInput{BuildInput: testInput(t, "127.0.0.1:1", "base/os:1", "kiln/os", "x")}
+	user := in
+	user.Containerfile = "RUN true\n"
+	for _, c := range []struct {
+		name, builder string
+		in            BuildahInput
+		want          string
+	}{
+		{"unknown builder", "docker", in, `builder "docker", want fast or buildah`},
+		{"fast with a Containerfile", "fast", user, "builder fast has no extensions image or Containerfile"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Rebuild(t.Context(), registry.Remote{}, Buildah{}, c.in, c.builder, t.TempDir())
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want %q", err, c.want)
+			}
+		})
+	}
 }
