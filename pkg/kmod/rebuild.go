@@ -66,6 +66,9 @@ func rebuildSecrets(dir string, names []string) (map[string]string, error) {
 	if len(names) == 0 {
 		return out, nil
 	}
+	if slices.Contains(names, "") {
+		return nil, fmt.Errorf("build secrets %q: an empty name", names)
+	}
 	if dir == "" {
 		return nil, fmt.Errorf("the build used secrets %v; give their files (named <secret>_<key>) in a folder", names)
 	}
@@ -84,9 +87,6 @@ func rebuildSecrets(dir string, names []string) (map[string]string, error) {
 		if !found {
 			return nil, fmt.Errorf("build secret %q: no file %s_<key> in %s", n, n, dir)
 		}
-	}
-	if len(out) == 0 || slices.Contains(names, "") {
-		return nil, fmt.Errorf("build secrets %v: empty name", names)
 	}
 	return out, nil
 }

@@ -33,8 +33,10 @@ type Rebuilt struct {
 // "buildah") would build for in, with no reuse lookup and no push. work is
 // a folder the caller owns (storage, OCI layout go under it; the caller
 // removes it after it is done reading Image). For buildah, bb's storage is
-// a fresh one under work, whatever bb.Root was. The registry is only read:
-// the base by digest, and for buildah the images its Containerfile pulls.
+// a fresh one under work, whatever bb.Root was (with the overlay driver,
+// work must be on a file system overlay can use, e.g. a volume rather than
+// a container's own root). The registry is only read: the base by digest,
+// and for buildah the images its Containerfile pulls.
 func Rebuild(ctx context.Context, r registry.Remote, bb Buildah, in BuildahInput, builder, work string) (*Rebuilt, error) {
 	switch builder {
 	case "fast":
