@@ -70,6 +70,11 @@ func TestBuildWithBuildah(t *testing.T) {
 	if cf.Config.Labels[LabelFingerprint] != res.Fingerprint || cf.Config.Labels[LabelPool] != "worker" {
 		t.Errorf("labels %v", cf.Config.Labels)
 	}
+	// Which buildah built it is not part of the image: another release
+	// must give the same digest.
+	if v, ok := cf.Config.Labels["io.buildah.version"]; ok {
+		t.Errorf("the image carries buildah's identity label (%s)", v)
+	}
 	if !strings.HasPrefix(cf.Config.Labels[LabelBaseImage], strings.Split(base, ":1")[0]+"@sha256:") {
 		t.Errorf("base label %q", cf.Config.Labels[LabelBaseImage])
 	}
