@@ -329,7 +329,7 @@ func (r *run) pipelineResults(repl map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, res := range r.p.Spec.Results {
 		v := substitution.ApplyReplacements(res.Value.StringVal, repl)
-		if strings.Contains(v, "$(tasks.") {
+		if strings.Contains(v, "$(tasks.") || strings.Contains(v, "$(finally.") {
 			continue
 		}
 		out[res.Name] = v

@@ -134,8 +134,12 @@ func TestRun(t *testing.T) {
 			"a": failed, "b": "Skipped/PipelineRun was stopping", "c": ok, "x": "Skipped/PipelineRun was stopping",
 			"f": ok, "g": "Skipped/Results were missing",
 		},
-		results: map[string]map[string]string{"f": {"OUT": "a:Failed b:None c:Succeeded x:None all:Failed"}},
+		results:    map[string]map[string]string{"f": {"OUT": "a:Failed b:None c:Succeeded x:None all:Failed"}},
+		pipeResult: map[string]string{"F": "a:Failed b:None c:Succeeded x:None all:Failed"},
 		check: func(t *testing.T, res *RunResult, _ map[string]int64, out string, _ map[string]string) {
+			if _, ok := res.Results["G"]; ok {
+				t.Errorf("result G of a finally task that never ran: %q", res.Results["G"])
+			}
 			if err := res.Err(); err == nil || !strings.Contains(err.Error(), "task a") || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "a/run.log") {
 				t.Errorf("Err() = %v, want task a, its exit status and log", err)
 			}

@@ -195,7 +195,13 @@ func (r *run) replacements(finally bool) replacements {
 		st := r.state[n]
 		if st.Status == StateSucceeded {
 			for k, v := range st.Results {
-				repl.str[resultKey(n, k)] = v
+				key := resultKey(n, k)
+				if st.Finally {
+					// Pipeline results name a finally task's results
+					// $(finally.<task>.results.<name>).
+					key = "finally." + n + ".results." + k
+				}
+				repl.str[key] = v
 			}
 		}
 	}
