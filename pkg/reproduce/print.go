@@ -16,6 +16,9 @@ type Result struct {
 	// Rebuilt is the rebuild's digest.
 	Rebuilt   string `json:"rebuilt"`
 	Identical bool   `json:"identical"`
+	// Reason says why an image is not reproducible when no rebuild
+	// could be compared (its config is not the attested one).
+	Reason string `json:"reason,omitempty"`
 	// Diff is what differs; nil when identical.
 	Diff *Diff `json:"diff,omitempty"`
 }
@@ -60,7 +63,12 @@ func (rep *Report) WriteText(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "different %s\n", r.Image)
-		fmt.Fprintf(w, "  %s rebuilt: %s\n", r.Kind, r.Rebuilt)
+		for _, line := range wrap(r.Reason, Width-2) {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+		if r.Rebuilt != "" {
+			fmt.Fprintf(w, "  %s rebuilt: %s\n", r.Kind, r.Rebuilt)
+		}
 		if r.Diff != nil {
 			writeDiff(w, *r.Diff, "  ")
 		}
@@ -172,10 +180,13 @@ func clip(s string, n int) string {
 func (rep *Report) Summary(max int) string {
 	var parts []string
 	for _, r := range rep.Images {
-		if r.Identical || r.Diff == nil {
-			continue
+		switch {
+		case r.Identical:
+		case r.Diff == nil:
+			parts = append(parts, r.Image+": "+r.Reason)
+		default:
+			parts = append(parts, r.Image+": "+diffSummary(*r.Diff))
 		}
-		parts = append(parts, r.Image+": "+diffSummary(*r.Diff))
 	}
 	if len(parts) == 0 {
 		return "identical"
@@ -214,4 +225,26 @@ func diffSummary(d Diff) string {
 		parts = append(parts, p.Platform+" "+diffSummary(p))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// wrap breaks s into lines of at most n columns at spaces (a word longer
+// than n, a digest say, gets a line of its own).
+func wrap(s string, n int) []string {
+	var lines []string
+	var cur string
+	for _, word := range strings.Fields(s) {
+		switch {
+		case cur == "":
+			cur = word
+		case len([]rune(cur))+1+len([]rune(word)) <= n:
+			cur += " " + word
+		default:
+			lines = append(lines, cur)
+			cur = word
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	return lines
 }
