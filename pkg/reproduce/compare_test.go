@@ -32,7 +32,9 @@ type entry struct {
 	link       string
 }
 
-func file(name, body string) entry { return entry{name: name, body: body, typ: tar.TypeReg, mode: 0o644} }
+func file(name, body string) entry {
+	return entry{name: name, body: body, typ: tar.TypeReg, mode: 0o644}
+}
 
 func layerOf(t *testing.T, level int, es ...entry) v1.Layer {
 	t.Helper()

@@ -25,7 +25,7 @@ type FileInfo struct {
 	// SHA256 is the content's sha256 (regular files only).
 	SHA256 string `json:"sha256,omitempty"`
 	// Mode is the permission and special bits, octal (0644, 4755).
-	Mode string    `json:"mode"`
+	Mode  string    `json:"mode"`
 	Mtime time.Time `json:"mtime"`
 	UID   int       `json:"uid"`
 	GID   int       `json:"gid"`

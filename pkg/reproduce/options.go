@@ -137,4 +137,3 @@ func (o *Options) write(rep *Report, runErr error) error {
 
 // maxDiffResult keeps DIFF well inside the step's 4096-byte result budget.
 const maxDiffResult = 2048
-

@@ -40,7 +40,7 @@ var ExitCodes = []ExitCode{
 	{ExitOK, "ok", "success"},
 	{ExitFailure, "failure", "the command failed (registry, cluster, build or I/O error)"},
 	{ExitUsage, "usage", "bad command line: unknown or malformed flag, missing required flag, extra argument"},
-	{ExitRefused, "verification refused", "the image failed the signature policy (verify, or rollout before any write)"},
+	{ExitRefused, "verification refused", "the image failed the signature policy (verify, or rollout before any write), or carries no kiln attestation to rebuild from (reproduce)"},
 	{ExitRolledBack, "rolled back", "rollout failed and the pool was rolled back to its previous image"},
 	{ExitInputRejected, "input rejected", "an input object failed validation (strict decoding, unknown field, bad label or spec)"},
 	{ExitDrift, "drift detected", "MCO rendered a config other than the one kiln predicted and baked; rollout stopped before any node moved and took its MachineConfig back (rollout's drift gate)"},
