@@ -42,4 +42,9 @@ dtk="$(ls "${KILN_CACHE:-$HOME/.cache/kiln}"/images/dtk-*.tar.gz 2>/dev/null | h
 echo "== pushing the sample's images to $addr"
 go run -tags="$GOTAGS" -trimpath ./hack/examplebase --dtk "$dtk"
 echo "== trigger --source dir:examples/cluster --once --output $out"
-bin/trigger --source dir:examples/cluster --once --output "$out" --registry "$addr" --steps "$PWD/bin/kiln-steps" --root .
+# Keys live in the cache, not the output folder: a run from an empty
+# output folder signs with the same keys, so it gives the same digests
+# (the infra pool's kmod image holds signed modules).
+keys="${KILN_RUN_KEYS:-${KILN_CACHE:-$HOME/.cache/kiln}/run-keys}"
+bin="$(cd "${KILN_BIN:-bin}" && pwd)"
+"$bin/trigger" --source dir:examples/cluster --once --output "$out" --local-keys "$keys" --registry "$addr" --steps "$bin/kiln-steps" --root .

@@ -70,6 +70,7 @@ func bindTrigger(fs *pflag.FlagSet, env lookupEnv, o *trigger.Options) {
 	sliceVar(fs, env, &o.Insecure, "insecure-registry", EnvInsecureRegistry, "registry host[:port] reached over plain HTTP (repeatable)")
 	fs.StringVar(&o.Local.Registry, "registry", o.Local.Registry, "local mode: registry host[:port] for the images (default: an embedded registry)")
 	fs.StringVar(&o.Local.Key, "key-dir", o.Local.Key, "local mode: folder with cosign.key, cosign.pub, cosign.password (default: generated under --output on first use)")
+	fs.StringVar(&o.Local.Keys, "local-keys", o.Local.Keys, "local mode: folder where generated keys (cosign, kernel-module signing) are kept and reused (default: keys/ under --output)")
 	fs.StringVar(&o.Local.StepBinary, "steps", o.Local.StepBinary, "local mode: the kiln-steps binary")
 	fs.StringVar(&o.Local.Root, "root", o.Local.Root, "local mode: folder holding pipelines/ and tasks/")
 	fs.StringSliceVar(&o.Local.BootImagePools, "boot-image-pools", o.Local.BootImagePools, "local mode: pools whose run ends with the bootimages stage")

@@ -240,7 +240,7 @@ func (o *BuildOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1b
 	}
 	in, err := trust.KmodBuild{
 		Module: md.Namespace + "/" + md.Name, Target: target, DockerfileHash: "sha256:" + hex.EncodeToString(sum[:]),
-		BuildArgs: args, OSImage: pl.OSImage, DTKImage: pl.DTKImage, KernelVersion: kver, Secrets: secrets,
+		Dockerfile: dockerfile, BuildArgs: args, OSImage: pl.OSImage, DTKImage: pl.DTKImage, KernelVersion: kver, Secrets: secrets,
 	}.Inputs()
 	if err != nil {
 		return buildInputs{}, wrap("describing the build", err)

@@ -81,12 +81,12 @@ type BuildResult struct {
 }
 
 // inputs are the build's trust.Inputs: what image-sign attests and what a
-// reuse must be proven against. buildContext is "" on the fast path.
-func (in *BuildInput) inputs(baseByDigest string, plan *Plan, builder, buildContext string) (trust.Inputs, error) {
-	return trust.NodeImage{
-		Pool: in.Pool, BaseImage: baseByDigest, RenderedName: in.Rendered.Name, RenderedHash: RenderedHash(plan),
-		KmodDigests: in.KmodDigests, Source: in.Source, Builder: builder, BuildContext: buildContext,
-	}.Inputs()
+// reuse must be proven against. by holds the builder's own fields
+// (Builder, and the buildah path's context); the rest comes from in.
+func (in *BuildInput) inputs(baseByDigest string, plan *Plan, by trust.NodeImage) (trust.Inputs, error) {
+	by.Pool, by.BaseImage, by.RenderedName, by.RenderedHash = in.Pool, baseByDigest, in.Rendered.Name, RenderedHash(plan)
+	by.KmodDigests, by.Source = in.KmodDigests, in.Source
+	return by.Inputs()
 }
 
 // RenderedHash is the sha256 of the normalised rendered config.
@@ -111,7 +111,7 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 		return nil, err
 	}
 	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
-	inputs, err := in.inputs(baseByDigest, plan, "fast", "")
+	inputs, err := in.inputs(baseByDigest, plan, trust.NodeImage{Builder: "fast"})
 	if err != nil {
 		return nil, err
 	}

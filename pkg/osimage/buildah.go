@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
 // DefaultBuildah is the buildah binary every step runs unless told
@@ -62,16 +64,23 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 			in.Rendered.Name, in.Base, strings.Join(plan.NeedsBuildah, "; "))
 	}
 	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
+	ext, err := extensionsByDigest(ctx, r, in)
+	if err != nil {
+		return nil, err
+	}
 	labels := map[string]string{LabelRenderedConfig: in.Rendered.Name, LabelBaseImage: baseByDigest, LabelPool: in.Pool}
 	cfIn := ContainerfileInput{
-		Base: baseByDigest, ExtensionsImage: in.ExtensionsImage, Extensions: in.Rendered.Spec.Extensions,
+		Base: baseByDigest, ExtensionsImage: ext, Extensions: in.Rendered.Spec.Extensions,
 		KernelType: in.Rendered.Spec.KernelType, EnableUnits: plan.EnableBaseUnits, Labels: labels, User: in.Containerfile,
 	}
 	bc, err := GenerateContainerfile(cfIn)
 	if err != nil {
 		return nil, fmt.Errorf("building %s with buildah: %w", in.Rendered.Name, err)
 	}
-	inputs, err := in.inputs(baseByDigest, plan, "buildah", contextHash(bc))
+	inputs, err := in.inputs(baseByDigest, plan, trust.NodeImage{
+		Builder: "buildah", BuildContext: contextHash(bc), ExtensionsImage: ext,
+		Containerfile: bc.Containerfile, UserContainerfile: in.Containerfile,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +121,7 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 	d, err := bb.BudAndPush(ctx, r, Bud{
 		Dir: dir, Containerfile: filepath.Join(dir, "Containerfile"), Target: tag.String(),
 		Annotations: map[string]string{AnnotationSource: in.Source, LabelFingerprint: fp},
-		Pulls:       []string{in.Base, in.ExtensionsImage},
+		Pulls:       []string{in.Base, ext},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building %s on %s: %w", in.Rendered.Name, in.Base, err)
@@ -120,6 +129,29 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 	res.Digest = d
 	res.Ref = repo.Digest(res.Digest.String()).String()
 	return res, nil
+}
+
+// extensionsByDigest resolves the extensions image to a digest when the
+// Containerfile mounts it, once, before the build: the build mounts that
+// digest and the attestation records it, so a tag moved meanwhile cannot
+// slip other packages in. "" when the build does not use it.
+func extensionsByDigest(ctx context.Context, r registry.Remote, in BuildahInput) (string, error) {
+	pkgs, err := packagesFor(in.Rendered.Spec.Extensions)
+	if err != nil || in.ExtensionsImage == "" || !usesExtensionsImage(pkgs, in.Rendered.Spec.KernelType) {
+		return in.ExtensionsImage, nil // GenerateContainerfile reports what is wrong
+	}
+	ref, err := r.ParseRef(in.ExtensionsImage)
+	if err != nil {
+		return "", fmt.Errorf("building %s with buildah: extensions image: %w", in.Rendered.Name, err)
+	}
+	if d, ok := ref.(name.Digest); ok {
+		return d.String(), nil
+	}
+	desc, err := r.Head(ctx, ref)
+	if err != nil {
+		return "", registry.Classify(err, "resolving the extensions image", in.ExtensionsImage)
+	}
+	return ref.Context().Digest(desc.Digest.String()).String(), nil
 }
 
 // Bud is a generic `buildah bud` of a caller's Containerfile, for builds

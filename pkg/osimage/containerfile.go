@@ -86,7 +86,7 @@ func GenerateContainerfile(in ContainerfileInput) (*BuildContext, error) {
 	if _, ok := KernelPackages[kt]; !ok {
 		return nil, fmt.Errorf("generating Containerfile: spec.kernelType %q: want one of default, realtime, 64k-pages", kt)
 	}
-	needPackages := len(pkgs) > 0 || kt != "default"
+	needPackages := usesExtensionsImage(pkgs, kt)
 	if needPackages && in.ExtensionsImage == "" {
 		return nil, fmt.Errorf("generating Containerfile: extensions %v / kernelType %q need the payload's extensions image (--extensions-image)", in.Extensions, kt)
 	}
@@ -187,4 +187,10 @@ func packagesScript(pkgs []string, kernelType string) string {
 	}
 	b.WriteString("rm -f /etc/yum.repos.d/kiln-extensions.repo\nostree container commit\n")
 	return b.String()
+}
+
+// usesExtensionsImage says whether the Containerfile installs packages
+// from the extensions image: extensions, or a kernel other than the base's.
+func usesExtensionsImage(packages []string, kernelType string) bool {
+	return len(packages) > 0 || (kernelType != "" && kernelType != "default")
 }

@@ -1,6 +1,7 @@
 package trigger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,12 @@ type LocalOptions struct {
 	// Key is a folder with cosign.key, cosign.pub and cosign.password;
 	// empty generates a pair under the output folder on first use.
 	Key string
+	// Keys is the folder where generated keys are kept and reused; empty
+	// means keys/ under the output folder. A folder outside it lets runs
+	// from an empty output folder sign with the same keys, as a cluster's
+	// Secrets would: the kmod image holds signed modules, so the same key
+	// is what makes those runs give the same digests.
+	Keys string
 	// StepBinary is kiln-steps; Root holds pipelines/ and tasks/.
 	StepBinary, Root string
 	// BootImagePools end their run with the bootimages stage.
@@ -118,7 +125,7 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 		fmt.Fprintln(w, "nothing to do: every pool's inputs match its last successful run")
 		return nil
 	}
-	keys, err := EnsureLocalKeys(filepath.Join(out, "keys"), o.Local.Key)
+	keys, err := EnsureLocalKeys(cmp.Or(o.Local.Keys, filepath.Join(out, "keys")), o.Local.Key)
 	if err != nil {
 		return err
 	}

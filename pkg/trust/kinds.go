@@ -28,6 +28,15 @@ type NodeImage struct {
 	// BuildContext is the sha256 of the buildah path's Containerfile and
 	// context (extensions image, user content); empty on the fast path.
 	BuildContext string
+	// ExtensionsImage is the payload's extensions image the buildah path
+	// mounts, repository@sha256:…; empty on the fast path.
+	ExtensionsImage string
+	// Containerfile is the buildah path's generated Containerfile as built,
+	// but for the fingerprint label, which these inputs determine;
+	// UserContainerfile is the user's content it ends with. Both are
+	// recorded whole, not only hashed, so that anyone can rebuild from the
+	// attestation and read what was built.
+	Containerfile, UserContainerfile string
 }
 
 // Inputs turns the description into the Inputs image-build reuses by and
@@ -47,11 +56,20 @@ func (n NodeImage) Inputs() (Inputs, error) {
 	for _, k := range slices.Compact(slices.Sorted(slices.Values(n.KmodDigests))) {
 		deps = append(deps, Dependency{Name: "kmod-image", Digest: k})
 	}
+	if n.ExtensionsImage != "" {
+		ext, err := imageDep("extensions-image", n.ExtensionsImage)
+		if err != nil {
+			return Inputs{}, fmt.Errorf("node image inputs: %w", err)
+		}
+		deps = append(deps, ext)
+	}
 	in := Inputs{BuildType: BuildTypeNodeImage, Dependencies: deps, Parameters: map[string]string{
 		"format": NodeImageFormat, "pool": n.Pool, "baseImage": n.BaseImage,
 		"renderedConfig": n.RenderedName, "renderedConfigHash": n.RenderedHash,
 		"kmodDigests": sortedList(n.KmodDigests), "source": n.Source,
 		"builder": n.Builder, "buildContext": n.BuildContext,
+		"extensionsImage": n.ExtensionsImage, "containerfile": n.Containerfile,
+		"userContainerfile": n.UserContainerfile,
 	}}
 	return in, in.Validate()
 }
@@ -64,8 +82,10 @@ type KmodBuild struct {
 	Module string
 	// Target is the image reference the build pushes to (by tag).
 	Target string
-	// DockerfileHash is the sha256 of the Dockerfile's bytes.
-	DockerfileHash string
+	// DockerfileHash is the sha256 of the Dockerfile's bytes; Dockerfile
+	// the bytes themselves, recorded so the build can be repeated from the
+	// attestation alone.
+	DockerfileHash, Dockerfile string
 	// BuildArgs are the --build-arg values (OS_AUTO, DTK_AUTO, KERNEL_…).
 	BuildArgs map[string]string
 	// OSImage and DTKImage are repository@sha256:….
@@ -80,6 +100,9 @@ type KmodBuild struct {
 func (k KmodBuild) Inputs() (Inputs, error) {
 	if k.Module == "" || k.Target == "" || k.DockerfileHash == "" || k.KernelVersion == "" {
 		return Inputs{}, fmt.Errorf("kmod build inputs: module, target, Dockerfile hash and kernel version are required")
+	}
+	if h := sha256Of(k.Dockerfile); h != k.DockerfileHash {
+		return Inputs{}, fmt.Errorf("kmod build inputs: the Dockerfile's sha256 is %s, not the recorded %s", h, k.DockerfileHash)
 	}
 	os, err := imageDep("os-image", k.OSImage)
 	if err != nil {
@@ -99,7 +122,7 @@ func (k KmodBuild) Inputs() (Inputs, error) {
 	}
 	in := Inputs{BuildType: BuildTypeKmodBuild, Dependencies: deps, Parameters: map[string]string{
 		"format": KmodBuildFormat, "module": k.Module, "target": k.Target,
-		"dockerfileHash": k.DockerfileHash, "buildArgs": strings.Join(args, "\n"),
+		"dockerfileHash": k.DockerfileHash, "dockerfile": k.Dockerfile, "buildArgs": strings.Join(args, "\n"),
 		"osImage": k.OSImage, "dtkImage": k.DTKImage, "kernelVersion": k.KernelVersion,
 		"secrets": sortedList(k.Secrets),
 	}}

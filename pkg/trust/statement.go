@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -47,7 +48,7 @@ func Statement(subject name.Digest, in Inputs, runID string, byproducts ...Depen
 				BuildType: in.BuildType, ExternalParameters: params, ResolvedDependencies: deps,
 			},
 			RunDetails: slsa1.ProvenanceRunDetails{
-				Builder:       slsa1.Builder{ID: BuilderID},
+				Builder:       slsa1.Builder{ID: BuilderID, Version: BuilderVersion()},
 				BuildMetadata: slsa1.BuildMetadata{InvocationID: runID},
 				Byproducts:    by,
 			},
@@ -129,4 +130,26 @@ func Binds(st intoto.Statement, subject name.Digest, want Inputs) error {
 		return fmt.Errorf("%w: %s", ErrNotProven, d)
 	}
 	return nil
+}
+
+// BuilderVersion is runDetails.builder.version: kiln's module version and
+// the VCS revision stamped into the binary. It is not an input (the build
+// formats are): a kiln that builds the same bytes reuses and reproduces
+// what another version attested; a reader learns which kiln to run to
+// repeat a build exactly.
+func BuilderVersion() map[string]string {
+	v := map[string]string{"kiln": "(devel)"}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return v
+	}
+	if bi.Main.Version != "" {
+		v["kiln"] = bi.Main.Version
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			v["kiln-revision"] = s.Value
+		}
+	}
+	return v
 }
