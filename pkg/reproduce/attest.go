@@ -96,8 +96,9 @@ func pick(sts []intoto.Statement, image name.Digest) (*Attested, error) {
 	return found, nil
 }
 
-// builderVersion reads runDetails.builder.version["kiln"] (or the only
-// version given) from a SLSA v1 statement; "" when absent.
+// builderVersion reads runDetails.builder.version from a SLSA v1
+// statement (trust.BuilderVersion's map): "kiln v0.1.0 (revision …)";
+// "" when absent.
 func builderVersion(st intoto.Statement) string {
 	b, err := json.Marshal(st.Predicate)
 	if err != nil {
@@ -113,13 +114,23 @@ func builderVersion(st intoto.Statement) string {
 	if json.Unmarshal(b, &p) != nil {
 		return ""
 	}
-	v := p.RunDetails.Builder.Version
-	if k, ok := v["kiln"]; ok {
-		return k
-	}
+	return versionString(p.RunDetails.Builder.Version)
+}
+
+// versionString shows a builder version map: kiln's version and revision
+// first, then any other entry.
+func versionString(v map[string]string) string {
 	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(v)) {
-		parts = append(parts, k+" "+v[k])
+	if k, ok := v["kiln"]; ok {
+		parts = append(parts, k)
 	}
-	return strings.Join(parts, ", ")
+	if r, ok := v["kiln-revision"]; ok {
+		parts = append(parts, "(revision "+r+")")
+	}
+	for _, k := range slices.Sorted(maps.Keys(v)) {
+		if k != "kiln" && k != "kiln-revision" {
+			parts = append(parts, k+" "+v[k])
+		}
+	}
+	return strings.Join(parts, " ")
 }

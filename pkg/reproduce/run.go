@@ -74,7 +74,7 @@ func (rp *reproducer) reproduce(ctx context.Context, ref string) error {
 		// The rebuild would not be the attested build: a format or
 		// version difference, not a difference of the image.
 		return fmt.Errorf("rebuilding %s: this kiln (%s) rebuilds from other inputs than kiln %s attested: %s; rebuild with the kiln that built it",
-			ref, kilnVersion(), orUnknown(at.BuilderVersion), d)
+			ref, versionString(trust.BuilderVersion()), orUnknown(at.BuilderVersion), d)
 	}
 	return rp.compare(at, sub, rebuilt)
 }

@@ -124,6 +124,9 @@ func TestPickAttestation(t *testing.T) {
 				if err != nil || a.Kind != "node-image" || a.Inputs.Diff(worker) != "" {
 					t.Fatalf("pick() = %+v, %v; want worker's node-image inputs", a, err)
 				}
+				if want := versionString(trust.BuilderVersion()); a.BuilderVersion != want || want == "" {
+					t.Errorf("builder version %q, want %q", a.BuilderVersion, want)
+				}
 				return
 			}
 			if step.CodeOf(err) != step.ExitRefused || !strings.Contains(err.Error(), c.want) {
