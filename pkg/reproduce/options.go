@@ -28,8 +28,8 @@ type Options struct {
 	ResultsDir string
 	// Buildah is the buildah binary (the buildah path and kmod builds).
 	Buildah string
-	// BuildahEnv is buildah's environment; nil means the process's. The
-	// storage configuration is always replaced by a fresh one.
+	// BuildahEnv is buildah's environment; nil means the process's. Its
+	// storage is always a fresh one under the rebuild's folder.
 	BuildahEnv []string
 	// SecretsDir holds the kmod build's secrets, one entry per secret id:
 	// kiln attests their names, never their content.
@@ -85,16 +85,15 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return fmt.Errorf("creating the rebuild's folder: %w", err)
 	}
-	bb, err := freshBuildah(o.Buildah, o.BuildahEnv, work)
-	if err != nil {
-		_ = os.RemoveAll(work)
-		return err
-	}
+	// The builders' rebuild API puts buildah's storage in a fresh folder
+	// under work and empties it again (osimage.Buildah.FreshStorage), so
+	// no layer cached by an earlier build can stand in for a rebuilt one.
 	defer func() {
-		if err := removeStorage(bb, work); err != nil {
+		if err := os.RemoveAll(work); err != nil {
 			fmt.Fprintf(s.Err, "%s: removing the rebuild's folder %s: %v\n", Stage, work, err)
 		}
 	}()
+	bb := osimage.Buildah{Bin: o.Buildah, Env: o.BuildahEnv}
 	rp := &reproducer{o: o, r: r, id: id, bb: bb, work: work, p: step.NewProgress(s.Err, Stage), done: map[string]bool{}}
 	runErr := rp.reproduce(ctx, o.Image)
 	rp.report.WriteText(s.Out)
