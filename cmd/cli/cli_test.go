@@ -294,3 +294,28 @@ func TestFlagsCheckedBeforeCluster(t *testing.T) {
 		t.Errorf("trigger: exit %d %q", r.code, r.err)
 	}
 }
+
+// A stage that fails records its cause in its stage folder, the same words
+// its log ends with; a later successful attempt on the same workspace
+// removes it, so the report never shows a stale cause.
+func TestFailedStageRecordsItsCauseAndSuccessClearsIt(t *testing.T) {
+	src, work := t.TempDir(), t.TempDir()
+	pool := "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigPool\nmetadata:\n  name: worker\nspec:\n  bogusField: 1\n"
+	if err := os.WriteFile(filepath.Join(src, "pool.yaml"), []byte(pool), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"render", "--pool", "worker", "--work", work, "--results-dir", t.TempDir()}
+	r := execute(newSteps(noEnv), append(args, "--source", "dir:"+src)...)
+	ws := step.Workspace{Root: work}
+	cause := ws.ReadCause(step.StageRender)
+	if r.code == step.ExitOK || cause == "" || !strings.Contains(r.err, cause) || !strings.Contains(cause, "bogusField") {
+		t.Fatalf("exit %d, stderr %q, cause file %q: want the cause recorded, as printed", r.code, r.err, cause)
+	}
+	r = execute(newSteps(noEnv), append(args, "--source", "dir:../../examples/cluster")...)
+	if r.code != step.ExitOK {
+		t.Fatalf("render of the sample: exit %d %s", r.code, r.err)
+	}
+	if _, err := os.Stat(ws.CausePath(step.StageRender)); !os.IsNotExist(err) {
+		t.Errorf("the failed attempt's cause is still there after a success: %v", err)
+	}
+}

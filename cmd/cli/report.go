@@ -12,14 +12,16 @@ func newReportCommand(env lookupEnv) *cobra.Command {
 	o := report.DefaultOptions()
 	return newStage(stage{
 		name:  step.StageReport,
-		short: "Summarise the run: per-node table, events",
+		short: "Summarise the run: one row per stage, the failed stage's cause",
 		long: `The finally task of a kiln run: reads what every stage left in the work workspace and the status
 Tekton gives each task (--status, or stage=status arguments: the Task passes its statuses array as
-$(params.statuses[*])), and prints one Markdown table. It does not fail for a failed stage; that
-stage's task already did.
+$(params.statuses[*])), and prints one summary as plain text within 100 columns: a first line with
+the pool, the outcome (the first failed stage), the image and the nodes updated, then one row per
+stage (Skipped for a skipped one; a failed one leads with the cause its step recorded in
+<stage>.error). It does not fail for a failed stage; that stage's task already did.
 
-Reads:   work/render/, work/kmod/, work/image/, work/rollout/, work/bootimages/
-Writes:  work/report/summary.md (also printed)
+Reads:   work/render/, work/kmod/, work/image/, work/rollout/, work/bootimages/, <stage>.error files
+Writes:  work/report/summary.txt (also printed), work/report/summary.md (the same as Markdown)
 Results: none`,
 		example: `  kiln-steps report --pool worker --work /tmp/work --aggregate Failed render=Succeeded image-build=Failed`,
 		runner:  o,

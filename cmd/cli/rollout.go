@@ -21,8 +21,10 @@ maxUnavailable override, and rolls back by itself when a node degrades or --time
 (exit code 4). Before any node moves, the drift gate holds the pool paused while MCO renders
 kiln's MachineConfig and compares MCO's rendered name with kiln's prediction; with
 --drift-gate=enforce a difference stops the rollout, takes the MachineConfig back and writes
-the diff (exit code 6). With --source dir:PATH it writes the MachineConfig as a manifest
-instead (the GitOps change).
+the diff (exit code 6). The log has one timestamped line per node phase change (node, phase,
+MCO's reason), the canary and gate decisions, a node table when watching starts, at most every
+30 s and at the end, and a last line "N/M nodes on <digest> (<rendered config>)". With
+--source dir:PATH it writes the MachineConfig as a manifest instead (the GitOps change).
 
 Reads:   the pool and its nodes (cluster), or the pool's manifest (--source dir:PATH);
          work/render/mco-inputs.json, work/image/prediction.json

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -35,7 +37,16 @@ func newStage(s stage) *cobra.Command {
 			return asUsage(s.runner.Validate())
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
+			ws := workspaceOf(s.runner)
+			if err := ws.ClearCause(s.name); err != nil {
+				return &ranError{err: fmt.Errorf("removing an earlier attempt's cause: %w", err)}
+			}
 			if err := s.runner.Run(c.Context(), step.Streams{Out: c.OutOrStdout(), Err: c.ErrOrStderr()}); err != nil {
+				// The report shows the cause in the stage's row; failing
+				// to record it must not hide the error itself.
+				if werr := ws.WriteCause(s.name, err); werr != nil {
+					fmt.Fprintf(c.ErrOrStderr(), "%s: recording the cause: %v\n", c.CommandPath(), werr)
+				}
 				return &ranError{err: err}
 			}
 			return nil
@@ -60,4 +71,13 @@ func asUsage(err error) error {
 		return err
 	}
 	return &step.UsageError{Err: err}
+}
+
+// workspaceOf is the work workspace of a stage's options; the zero
+// Workspace (nowhere to write) for commands without one.
+func workspaceOf(r any) step.Workspace {
+	if w, ok := r.(interface{ Workspace() step.Workspace }); ok {
+		return w.Workspace()
+	}
+	return step.Workspace{}
 }

@@ -62,7 +62,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	if err := sign.Run(ctx, streams); err != nil {
 		t.Fatal(err)
 	}
-	if r := readResult(t, results, "SIGNATURE_REF"); !strings.HasPrefix(r, reg.Host+"/kiln/os@sha256:") {
+	if r := readResult(t, results, "SIGNATURE_REF"); !strings.HasPrefix(r, reg.Host+"/kiln/os:sha256-") || !strings.Contains(r, ".sig@sha256:") {
 		t.Errorf("SIGNATURE_REF %q", r)
 	}
 	scanForSecrets(t, out.String(), keys, work, results)

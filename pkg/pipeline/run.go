@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kiln-dev/kiln/pkg/step"
+
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"github.com/tektoncd/pipeline/pkg/reconciler/pipeline/dag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -370,6 +372,11 @@ func (r *run) execute(ctx context.Context, pt tektonv1.PipelineTask) TaskResult 
 	if st.Failure == nil {
 		r.e.printf("%-12s %s (%s) after %s: %s", pt.Name, st.Status, st.Reason, st.Duration.Round(time.Millisecond), st.Message)
 		return st
+	}
+	// kiln's steps record their cause where the report reads it; local
+	// mode prints the same words.
+	if work, ok := tr.bound["work"]; ok {
+		st.Failure.Cause = step.Workspace{Root: work}.ReadCause(pt.Name)
 	}
 	var b strings.Builder
 	st.Failure.Describe(&b, pt.Name, task.Name)

@@ -37,6 +37,9 @@ type StepFailure struct {
 	Log  string
 	Tail []string
 	Err  error
+	// Cause is what the step recorded as its cause (kiln's steps write
+	// <stage>.error in the work workspace); "" when it recorded none.
+	Cause string
 }
 
 // Error keeps the one-line form a TaskRun message has.
@@ -116,6 +119,9 @@ func (f *StepFailure) Describe(w io.Writer, task, taskName string) {
 		task += " (Task " + taskName + ")"
 	}
 	fmt.Fprintf(w, "  task %s, step %s (%d of %d): %s\n", task, f.Step, f.Index, f.Count, f.Exit())
+	if f.Cause != "" {
+		fmt.Fprintf(w, "  cause: %s\n", f.Cause)
+	}
 	if len(f.Tail) > 0 {
 		if len(f.Tail) == 1 {
 			fmt.Fprintf(w, "  last line of its log:\n")

@@ -1,7 +1,8 @@
 // Package report is the `report` stage, the finally task of every run: it
 // reads what each stage left in the work workspace and the status Tekton
-// gives each task, and writes one summary table (Markdown, so it reads the
-// same in the Dashboard's log view and in a GitOps pull request).
+// gives each task, and prints one summary as plain text within 100
+// columns (the Dashboard's and tkn's log panes); report/summary.md holds
+// the same as Markdown for where Markdown is rendered (a pull request).
 package report
 
 import (
@@ -38,6 +39,9 @@ type Row struct {
 	// (skipped or not run); empty when unknown.
 	Status string `json:"status"`
 	Detail string `json:"detail"`
+	// Cause is what a failed stage recorded as its error (step.Workspace
+	// CausePath).
+	Cause string `json:"cause,omitempty"`
 }
 
 // Collect builds one row per stage from the workspace. A report file that
@@ -51,7 +55,11 @@ func Collect(ws step.Workspace, status map[string]string) ([]Row, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("reading the %s report: %w", s, err))
 		}
-		rows = append(rows, Row{Stage: s, Status: status[s], Detail: detail})
+		row := Row{Stage: s, Status: status[s], Detail: detail}
+		if row.Status != "Succeeded" {
+			row.Cause = ws.ReadCause(s)
+		}
+		rows = append(rows, row)
 	}
 	return rows, errors.Join(errs...)
 }
@@ -62,9 +70,19 @@ var details = map[string]func(step.Workspace) (string, error){
 		if ok, err := readJSON(ws.RenderedPath(), &mc); !ok || err != nil {
 			return "", err
 		}
-		var inputs []json.RawMessage
+		// The MachineConfigs, as render's log counts them; the pool and
+		// payload objects are inputs too, but not what a user counts.
+		var inputs []struct {
+			Kind string `json:"kind"`
+		}
 		_, _ = readJSON(ws.InputsPath(), &inputs)
-		return fmt.Sprintf("%s from %d inputs; osImageURL %s", mc.Name, len(inputs), mc.Spec.OSImageURL), nil
+		mcs := 0
+		for _, in := range inputs {
+			if in.Kind == "MachineConfig" {
+				mcs++
+			}
+		}
+		return fmt.Sprintf("%s from %d MachineConfigs; osImageURL %s", mc.Name, mcs, mc.Spec.OSImageURL), nil
 	},
 	step.StageKmodBuild: kmodDetail("build.json"),
 	step.StageKmodSign:  kmodDetail("sign.json"),
@@ -133,6 +151,34 @@ func kmodDetail(file string) func(step.Workspace) (string, error) {
 	}
 }
 
+// imageOf is the image the run built or reused, "" before image-build.
+func imageOf(ws step.Workspace) string {
+	var b osimage.BuildReport
+	if ok, err := readJSON(osimage.ReportPath(ws.StageDir(step.StageImageBuild)), &b); !ok || err != nil {
+		return ""
+	}
+	return b.Ref
+}
+
+// nodesOf says how many nodes reached Updated in the rollout, "" when the
+// rollout left no timeline.
+func nodesOf(ws step.Workspace) string {
+	var tl []rollout.Event
+	if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), &tl); !ok || err != nil {
+		return ""
+	}
+	updated := map[string]bool{}
+	for _, e := range tl {
+		if e.Phase == "Updated" && e.Status == "True" {
+			updated[e.Node] = true
+		}
+	}
+	if len(updated) == 1 {
+		return "1 node updated"
+	}
+	return fmt.Sprintf("%d nodes updated", len(updated))
+}
+
 // nodeSummary says where each node ended: the last parent phase it
 // reached, from the rollout timeline.
 func nodeSummary(tl []rollout.Event) string {
@@ -170,15 +216,12 @@ func counts(m map[string]int) string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// Markdown writes the summary table.
-func Markdown(w io.Writer, pool, outcome string, rows []Row) {
-	fmt.Fprintf(w, "## kiln: pool %s, %s\n\n| stage | status | details |\n|---|---|---|\n", pool, outcome)
+// Markdown writes the summary table, for where Markdown is rendered (a
+// GitOps pull request); log panes get Text.
+func Markdown(w io.Writer, lead string, rows []Row) {
+	fmt.Fprintf(w, "## %s\n\n| stage | status | details |\n|---|---|---|\n", lead)
 	for _, r := range rows {
-		st := r.Status
-		if st == "" {
-			st = "-"
-		}
-		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Stage, st, strings.ReplaceAll(r.Detail, "|", `\|`))
+		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Stage, displayStatus(r.Status), strings.ReplaceAll(r.text(), "|", `\|`))
 	}
 }
 

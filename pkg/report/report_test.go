@@ -3,6 +3,8 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +37,7 @@ func TestReportStep(t *testing.T) {
 	work := t.TempDir()
 	ws := step.Workspace{Root: work}
 	writeJSON(t, ws.RenderedPath(), mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-worker-abc"}, Spec: mcfgv1.MachineConfigSpec{OSImageURL: "quay.io/x/os@sha256:1"}})
-	writeJSON(t, ws.InputsPath(), []map[string]string{{"name": "a"}, {"name": "b"}})
+	writeJSON(t, ws.InputsPath(), []map[string]string{{"kind": "MachineConfigPool", "name": "worker"}, {"kind": "MachineConfig", "name": "a"}, {"kind": "MachineConfig", "name": "b"}})
 	writeJSON(t, osimage.ReportPath(ws.StageDir(step.StageImageBuild)), osimage.BuildReport{Record: trust.Record{Ref: "r/os@sha256:2"}, Reused: true, Fingerprint: "0123456789abcdef"})
 	writeJSON(t, filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), []rollout.Event{
 		{Node: "w0", Phase: "UpdatePrepared", Status: "Unknown"}, {Node: "w0", Phase: "Updated", Status: "True"},
@@ -44,6 +46,11 @@ func TestReportStep(t *testing.T) {
 	writeJSON(t, filepath.Join(ws.StageDir(step.StageBootImages), "report.json"), bootimage.Report{
 		Enrolled: 3, Patched: []bootimage.Outcome{{}}, Skipped: []bootimage.Outcome{{Reason: "owned"}, {Reason: "owned"}},
 	})
+	// The rollout failed: its cause, as the step recorded it, leads its row.
+	if err := ws.WriteCause(step.StageRollout, errors.New("rolling out r/os@sha256:2 to pool worker: node w1 degraded: "+
+		"UpdateExecuted: Draining node failed: pod default/web-0 cannot be evicted (PodDisruptionBudget web allows 0 disruptions)")); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	o := DefaultOptions()
 	o.Pool, o.Work, o.ResultsDir, o.Aggregate = "worker", work, t.TempDir(), "Failed"
@@ -55,21 +62,52 @@ func TestReportStep(t *testing.T) {
 	if err := o.Run(t.Context(), step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	for _, want := range []string{
-		"## kiln: pool worker, Failed",
-		"| render | Succeeded | rendered-worker-abc from 2 inputs; osImageURL quay.io/x/os@sha256:1 |",
-		"| kmod-build | None |  |",
-		"| image-build | - | r/os@sha256:2: reused an identical build (fingerprint 0123456789ab) |",
-		"| rollout | Failed | 2 nodes: (1 NodeDegraded=True, 1 Updated) |",
-		"| bootimages | - | 1 patched, 0 up to date, 2 skipped (2 owned), 0 failed of 3 enrolled |",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("summary lacks %q:\n%s", want, out.String())
+	golden(t, "summary.txt", out.Bytes())
+	for i, l := range strings.Split(out.String(), "\n") {
+		if n := len([]rune(l)); n > Width {
+			t.Errorf("line %d is %d columns wide: %q", i+1, n, l)
 		}
 	}
-	saved, err := os.ReadFile(filepath.Join(work, "report", "summary.md"))
+	saved, err := os.ReadFile(filepath.Join(work, "report", "summary.txt"))
 	if err != nil || !bytes.Equal(saved, out.Bytes()) {
-		t.Errorf("report/summary.md differs from the printed summary (%v)", err)
+		t.Errorf("report/summary.txt differs from the printed summary (%v)", err)
+	}
+	md, err := os.ReadFile(filepath.Join(work, "report", "summary.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"## kiln: pool worker; Failed at rollout; image r/os@sha256:2; 1 node updated",
+		"| render | Succeeded | rendered-worker-abc from 2 MachineConfigs; osImageURL quay.io/x/os@sha256:1 |",
+		"| kmod-build | Skipped |  |",
+		"| rollout | Failed | error: rolling out r/os@sha256:2 to pool worker: node w1 degraded:",
+	} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("summary.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
 

@@ -35,7 +35,8 @@ func (o *Options) Validate() error {
 	return step.ValidationErrors(errs...)
 }
 
-// Run writes report/summary.md and prints it. It does not fail the run
+// Run prints the summary as text and writes it to report/summary.txt and,
+// as Markdown, to report/summary.md. It does not fail the run
 // for a failed stage: the stage's own task already did, and a report that
 // fails would hide the summary.
 func (o *Options) Run(_ context.Context, s step.Streams) error {
@@ -52,24 +53,24 @@ func (o *Options) Run(_ context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	outcome := o.Aggregate
-	if outcome == "" {
-		outcome = "status unknown"
-	}
 	conds, err := Conditions(ws)
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	Markdown(&buf, o.Pool, outcome, rows)
-	MarkdownConditions(&buf, conds)
+	lead := Lead(o.Pool, o.Aggregate, rows, imageOf(ws), nodesOf(ws))
+	var md, text bytes.Buffer
+	Markdown(&md, lead, rows)
+	MarkdownConditions(&md, conds)
+	Text(&text, lead, rows, conds)
 	dir, err := ws.Ensure(step.StageReport)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "summary.md"), buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("writing summary: %w", err)
+	for name, b := range map[string][]byte{"summary.md": md.Bytes(), "summary.txt": text.Bytes()} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return fmt.Errorf("writing the summary: %w", err)
+		}
 	}
-	_, err = s.Out.Write(buf.Bytes())
+	_, err = s.Out.Write(text.Bytes())
 	return err
 }

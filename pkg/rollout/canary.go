@@ -38,7 +38,7 @@ func (r *roller) canary(ctx context.Context, rendered string) error {
 	if err := setPaused(ctx, r.cfg.Client, r.cfg.Pool, true); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.cfg.Out, "canary: pool %s paused; waiting for %v\n", r.cfg.Pool, started)
+	r.w.log.printf("canary: pool %s paused; waiting for %v", r.cfg.Pool, started)
 	if err := r.w.waitFor(ctx, "canary nodes to update", func(_ context.Context, v *view) (bool, error) {
 		if err := degraded(v); err != nil {
 			return false, err
@@ -50,7 +50,7 @@ func (r *roller) canary(ctx context.Context, rendered string) error {
 	if err := r.checkNodes(ctx, started, rendered); err != nil {
 		return fmt.Errorf("canary check: %w", err)
 	}
-	fmt.Fprintf(r.cfg.Out, "canary: %v healthy on %s; resuming pool %s\n", started, rendered, r.cfg.Pool)
+	r.w.log.printf("canary: %v healthy on %s; resuming pool %s", started, rendered, r.cfg.Pool)
 	return r.afterCanary(ctx)
 }
 

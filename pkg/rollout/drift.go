@@ -121,7 +121,7 @@ func (r *roller) compare(ctx context.Context) (*render.Drift, error) {
 	}
 	want := r.cfg.Prediction.Config.Name
 	if mcoName == want {
-		fmt.Fprintf(r.cfg.Out, "drift gate: MCO rendered %s, as kiln predicted (%s)\n", mcoName, time.Since(start).Round(time.Millisecond))
+		r.w.log.printf("drift gate passed: MCO rendered %s (%s)", mcoName, time.Since(start).Round(time.Millisecond))
 		return nil, nil
 	}
 	d, err := r.diff(ctx, mcoName)
@@ -213,7 +213,7 @@ func (r *roller) event(ctx context.Context, pool *mcfgv1.MachineConfigPool, d *r
 		ReportingController: "kiln.dev/rollout", ReportingInstance: "kiln-rollout",
 	}
 	if err := r.cfg.Client.Create(ctx, ev); err != nil {
-		fmt.Fprintf(r.cfg.Out, "drift gate: recording the event on pool %s: %v\n", pool.Name, err)
+		r.w.log.printf("drift gate: recording the event on pool %s: %v", pool.Name, err)
 	}
 }
 

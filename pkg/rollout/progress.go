@@ -1,12 +1,8 @@
 package rollout
 
 import (
-	"bytes"
 	"fmt"
-	"io"
 	"sort"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -56,21 +52,23 @@ func NewTracker() *Tracker {
 	return &Tracker{nodes: map[string]*mcfgv1.MachineConfigNode{}, seen: map[string]bool{}}
 }
 
-// Observe records a new version of a node's MachineConfigNode and reports
-// whether anything a user sees changed.
-func (t *Tracker) Observe(mcn *mcfgv1.MachineConfigNode) bool {
+// Observe records a new version of a node's MachineConfigNode and returns
+// the condition transitions it brings; first is set when the node was not
+// tracked yet (its conditions then describe where it stands, not changes).
+func (t *Tracker) Observe(mcn *mcfgv1.MachineConfigNode) (evs []Event, first bool) {
+	_, known := t.nodes[mcn.Name]
 	t.nodes[mcn.Name] = mcn.DeepCopy()
-	changed := false
 	for _, c := range mcn.Status.Conditions {
 		key := fmt.Sprintf("%s/%s/%s/%s/%s", mcn.Name, c.Type, c.Status, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339Nano))
 		if t.seen[key] {
 			continue
 		}
 		t.seen[key] = true
-		changed = true
-		t.timeline = append(t.timeline, Event{Node: mcn.Name, Phase: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, Time: c.LastTransitionTime.Time})
+		e := Event{Node: mcn.Name, Phase: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, Time: c.LastTransitionTime.Time}
+		t.timeline = append(t.timeline, e)
+		evs = append(evs, e)
 	}
-	return changed
+	return evs, !known
 }
 
 // Timeline returns the transitions in the order they were observed.
@@ -92,25 +90,6 @@ func (t *Tracker) Nodes() []*mcfgv1.MachineConfigNode {
 		out = append(out, t.nodes[n])
 	}
 	return out
-}
-
-// WriteTable prints the nodes like `oc get machineconfignodes`, plus the
-// child phase that is in progress (Unknown) with its message, which is
-// where a stuck node says why.
-func (t *Tracker) WriteTable(w io.Writer) {
-	var buf bytes.Buffer // one Write per table, so log lines stay whole
-	defer func() { _, _ = w.Write(buf.Bytes()) }()
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\t"+strings.ToUpper(strings.Join(ParentPhases, "\t"))+"\tIN PROGRESS")
-	for _, mcn := range t.Nodes() {
-		row := []string{mcn.Name}
-		for _, p := range ParentPhases {
-			row = append(row, conditionStatus(mcn, p))
-		}
-		row = append(row, inProgress(mcn))
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
-	}
-	tw.Flush()
 }
 
 func conditionStatus(mcn *mcfgv1.MachineConfigNode, t string) string {

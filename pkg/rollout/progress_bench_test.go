@@ -53,7 +53,7 @@ func BenchmarkTrackerObserve500(b *testing.B) {
 		for _, n := range nodes {
 			t.Observe(n)
 		}
-		t.WriteTable(io.Discard)
+		newProgressLog(io.Discard).table(t, true)
 	}
 	b.ReportMetric(ref, "json-decode-ns/op")
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/ref, "ratio-vs-decode")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -145,6 +146,9 @@ func (r *roller) run(ctx context.Context, pool *mcfgv1.MachineConfigPool) (Resul
 	}
 	res := r.result(state, rendered)
 	res.UpdatedNodes = int(r.w.v.pool.Status.UpdatedMachineCount)
+	r.w.log.table(r.w.v.tracker, true)
+	_, digest, _ := strings.Cut(r.cfg.Image, "@")
+	r.w.log.printf("%d/%d nodes on %s (%s)", res.UpdatedNodes, r.w.v.pool.Status.MachineCount, digest, rendered)
 	return res, nil
 }
 
@@ -194,7 +198,7 @@ func (r *roller) runGate(ctx, deadline context.Context, pool *mcfgv1.MachineConf
 		res, err := r.stopForDrift(ctx, d, prevRendered)
 		return res, true, err
 	}
-	fmt.Fprintf(r.cfg.Out, "drift gate (warn): going on with MCO's %s\n", d.Rendered)
+	r.w.log.printf("drift gate (warn): going on with MCO's %s", d.Rendered)
 	if err := releasePool(ctx, r.cfg.Client, r.cfg.Pool, true); err != nil {
 		res, rerr := r.rollback(ctx, err)
 		return res, true, rerr

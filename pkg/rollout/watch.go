@@ -31,12 +31,12 @@ var errWaitTimeout = errors.New("timed out")
 type watcher struct {
 	c    client.WithWatch
 	pool string
-	out  io.Writer
+	log  *progressLog
 	v    view
 }
 
 func newWatcher(c client.WithWatch, pool string, out io.Writer) *watcher {
-	return &watcher{c: c, pool: pool, out: out, v: view{tracker: NewTracker()}}
+	return &watcher{c: c, pool: pool, log: newProgressLog(out), v: view{tracker: NewTracker()}}
 }
 
 // waitFor blocks until cond is done or fails, or ctx ends.
@@ -82,6 +82,7 @@ func (w *watcher) resync(ctx context.Context) (watch.Interface, watch.Interface,
 	for i := range mcns.Items {
 		w.observeNode(&mcns.Items[i])
 	}
+	w.log.table(w.v.tracker, false)
 	poolW, err := w.c.Watch(ctx, &mcfgv1.MachineConfigPoolList{}, client.MatchingFields{"metadata.name": w.pool},
 		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: pools.ResourceVersion}})
 	if err != nil {
@@ -124,13 +125,13 @@ func (w *watcher) loop(ctx context.Context, poolW, mcnW watch.Interface, cond co
 	}
 }
 
-// observeNode records a node of this pool and prints the table on change.
+// observeNode records a node of this pool and logs its phase changes.
 func (w *watcher) observeNode(mcn *mcfgv1.MachineConfigNode) {
 	if mcn.Spec.Pool.Name != w.pool {
 		return
 	}
-	if w.v.tracker.Observe(mcn) && w.out != nil {
-		w.v.tracker.WriteTable(w.out)
-		fmt.Fprintln(w.out)
+	if evs, first := w.v.tracker.Observe(mcn); !first && len(evs) > 0 {
+		w.log.transitions(evs)
+		w.log.table(w.v.tracker, false)
 	}
 }

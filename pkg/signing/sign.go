@@ -117,7 +117,9 @@ func Sign(ctx context.Context, r registry.Remote, in SignInput) (*SignResult, er
 		if err != nil {
 			return nil, registry.Classify(err, "reading back", tag.String())
 		}
-		*x.into = repo.Digest(d.Digest.String()).String()
+		// cosign's tag, pinned by the manifest's digest: a bare
+		// repository@sha256:… in the same repository reads as the image.
+		*x.into = tag.String() + "@" + d.Digest.String()
 	}
 	return res, nil
 }

@@ -77,7 +77,9 @@ func TestSignAndVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(res.SignatureRef, reg.Host+"/kiln/os@sha256:") || !strings.HasPrefix(res.AttestationRef, reg.Host+"/kiln/os@sha256:") {
+	_, imgDigest, _ := strings.Cut(image, "@")
+	sigTag := reg.Host + "/kiln/os:" + strings.Replace(imgDigest, ":", "-", 1)
+	if !strings.HasPrefix(res.SignatureRef, sigTag+".sig@sha256:") || !strings.HasPrefix(res.AttestationRef, sigTag+".att@sha256:") {
 		t.Fatalf("refs %+v", res)
 	}
 	// Signing again adds no duplicate signature.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -79,10 +80,13 @@ var standInResults = map[string]map[string]string{
 // stage's results and, in stage $KILN_TEST_HOLD, starts a sleeper and
 // sleeps until it is killed; stage $KILN_TEST_FAIL exits 3 after two lines.
 func stepsMain(args []string) int {
-	stage, dir := args[0], os.Getenv("KILN_RESULTS_DIR")
+	stage, dir, work := args[0], os.Getenv("KILN_RESULTS_DIR"), ""
 	for _, a := range args[1:] {
 		if v, ok := strings.CutPrefix(a, "--results-dir="); ok {
 			dir = v
+		}
+		if v, ok := strings.CutPrefix(a, "--work="); ok {
+			work = v
 		}
 	}
 	if f, err := os.OpenFile(os.Getenv("KILN_TEST_TRACE"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
@@ -97,6 +101,9 @@ func stepsMain(args []string) int {
 	if stage == os.Getenv("KILN_TEST_FAIL") {
 		fmt.Printf("%s: working\n", stage)
 		fmt.Fprintf(os.Stderr, "kiln-steps %s: registry unreachable\n", stage)
+		if err := (step.Workspace{Root: work}).WriteCause(stage, errors.New("registry unreachable")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
 		return 3
 	}
 	if stage == os.Getenv("KILN_TEST_HOLD") {

@@ -12,7 +12,8 @@ import (
 
 // TestFailedStepIsShownWithTaskStepExitCodeAndLogTail: when a step fails
 // in local mode, the output names the task, the step and its exit code,
-// shows the last lines of the step's log (the error kiln-steps printed),
+// shows the cause the step recorded (what the report shows too), the last
+// lines of the step's log (the error kiln-steps printed),
 // then the log's path, so nobody has to open the file to learn the cause.
 func TestFailedStepIsShownWithTaskStepExitCodeAndLogTail(t *testing.T) {
 	r := newCrashRig(t)
@@ -30,6 +31,7 @@ func TestFailedStepIsShownWithTaskStepExitCodeAndLogTail(t *testing.T) {
 	want := []string{
 		"image-build  Failed (Failed) after ",
 		"  task image-build (Task kiln-image-build), step image-build (1 of 1): exit code 3\n",
+		"  cause: registry unreachable\n",
 		"  last 2 lines of its log:\n",
 		"    | image-build: working\n",
 		"    | kiln-steps image-build: registry unreachable\n",

@@ -275,11 +275,23 @@ func split(s, seps string) []string {
 // checkDescriptions: spec.description, and a description on every param,
 // result and workspace, of the resource and of every Task embedded in a
 // Pipeline.
+// internalRef finds references to kiln's design documents (DESIGN.md and
+// its sections, the seeds), which catalog users do not have.
+var internalRef = regexp.MustCompile(`DESIGN(\.md)?( §[0-9]+)?|§ ?[0-9]+|\bseeds? 0[0-9][0-9]\b`)
+
 func checkDescriptions(r *Resource) []string {
 	var out []string
 	need := func(field, d string) {
 		if strings.TrimSpace(d) == "" {
 			out = append(out, field+": description is missing")
+		}
+		if m := internalRef.FindString(d); m != "" {
+			out = append(out, fmt.Sprintf("%s: description refers to %q, a document users do not have; say it in their words", field, m))
+		}
+	}
+	display := func(d string) {
+		if strings.TrimSpace(d) == "" {
+			out = append(out, "spec.displayName is missing (the Dashboard and tkn show it)")
 		}
 	}
 	taskSpec := func(prefix string, s *tektonv1.TaskSpec) {
@@ -294,11 +306,13 @@ func checkDescriptions(r *Resource) []string {
 		}
 	}
 	if r.Task != nil {
+		display(r.Task.Spec.DisplayName)
 		need("spec", r.Task.Spec.Description)
 		taskSpec("spec.", &r.Task.Spec)
 		return out
 	}
 	ps := &r.Pipeline.Spec
+	display(ps.DisplayName)
 	need("spec", ps.Description)
 	for _, p := range ps.Params {
 		need(fmt.Sprintf("spec.params[%s]", p.Name), p.Description)

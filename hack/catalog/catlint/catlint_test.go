@@ -91,6 +91,8 @@ func TestChecksRejectBadResources(t *testing.T) {
 			"spec.params[image]: description is missing",
 			"spec.results[OUT]: description is missing",
 			"spec.workspaces[work]: description is missing",
+			"spec.displayName is missing",
+			`spec.params[tool]: description refers to "DESIGN §3"`,
 			`spec.steps[unresolved]: image "$(params.image)": names a variable that no param default resolves`,
 			`spec.steps[latest]: image "$(params.tool)": not pinned by digest`,
 			`spec.steps[short]: image "busybox@sha256:`,

@@ -5,7 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ModuleDay0Spec is what seed 003 defines: one OS mapping and the pool it
+// ModuleDay0Spec is one OS mapping and the pool it
 // applies to. KMM allows no more than one ModuleDay0 per pool; that rule
 // spans objects, so it is enforced by the trigger, not by the schema.
 type ModuleDay0Spec struct {

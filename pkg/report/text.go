@@ -1,0 +1,131 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Width is the report's line budget: the Tekton Dashboard's and tkn's log
+// panes show about 100 columns before they wrap.
+const Width = 100
+
+// Status words of the report. Tekton says None for a task whose when
+// expressions skipped it or that never ran because an earlier one failed.
+const (
+	StatusSkipped = "Skipped"
+	StatusUnknown = "-"
+)
+
+// displayStatus is the word a person reads for Tekton's task status.
+func displayStatus(s string) string {
+	switch s {
+	case "":
+		return StatusUnknown
+	case "None":
+		return StatusSkipped
+	}
+	return s
+}
+
+// Lead is the report's first line: the pool, the outcome and, when the run
+// got that far, the image and the nodes.
+func Lead(pool, outcome string, rows []Row, image, nodes string) string {
+	parts := []string{"kiln: pool " + pool, leadOutcome(outcome, rows)}
+	if image != "" {
+		parts = append(parts, "image "+image)
+	}
+	if nodes != "" {
+		parts = append(parts, nodes)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// leadOutcome names the first failed stage: the aggregate alone
+// ("Failed") does not say where.
+func leadOutcome(outcome string, rows []Row) string {
+	for _, r := range rows {
+		if r.Status == "Failed" {
+			return "Failed at " + r.Stage
+		}
+	}
+	if outcome == "" {
+		return "status unknown"
+	}
+	return outcome
+}
+
+// Text writes the summary as plain aligned text within Width columns for
+// log panes: a failed stage's cause, wrapped, in its row.
+func Text(w io.Writer, lead string, rows []Row, conds []Condition) {
+	fmt.Fprintln(w, lead)
+	fmt.Fprintln(w)
+	stageW, statusW := len("STAGE"), len("STATUS")
+	for _, r := range rows {
+		stageW = max(stageW, len(r.Stage))
+		statusW = max(statusW, len(displayStatus(r.Status)))
+	}
+	indent := stageW + 2 + statusW + 2
+	fmt.Fprintf(w, "%-*s  %-*s  %s\n", stageW, "STAGE", statusW, "STATUS", "DETAILS")
+	for _, r := range rows {
+		var lines []string
+		if r.Cause != "" {
+			lines = wrap("error: "+r.Cause, Width-indent)
+		}
+		lines = append(lines, wrap(r.Detail, Width-indent)...)
+		if len(lines) == 0 {
+			lines = []string{""}
+		}
+		row := fmt.Sprintf("%-*s  %-*s  %s", stageW, r.Stage, statusW, displayStatus(r.Status), lines[0])
+		fmt.Fprintln(w, strings.TrimRight(row, " "))
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "%*s%s\n", indent, "", l)
+		}
+	}
+	for _, c := range conds {
+		fmt.Fprintln(w)
+		for _, l := range wrap(fmt.Sprintf("%s=%s (%s): %s", c.Type, c.Status, c.Reason, c.Message), Width) {
+			fmt.Fprintln(w, l)
+		}
+	}
+}
+
+// text is the row's details in one line, led by the cause when the stage
+// failed.
+func (r Row) text() string {
+	if r.Cause == "" {
+		return r.Detail
+	}
+	if r.Detail == "" {
+		return "error: " + r.Cause
+	}
+	return "error: " + r.Cause + " — " + r.Detail
+}
+
+// wrap breaks s into lines of at most width runes at spaces; a word longer
+// than width (a digest reference) is cut.
+func wrap(s string, width int) []string {
+	var lines []string
+	var cur []rune
+	for _, word := range strings.Fields(s) {
+		wr := []rune(word)
+		for len(wr) > width {
+			if len(cur) > 0 {
+				lines, cur = append(lines, string(cur)), nil
+			}
+			lines, wr = append(lines, string(wr[:width])), wr[width:]
+		}
+		switch {
+		case len(cur) == 0:
+			cur = wr
+		case len(cur)+1+len(wr) <= width:
+			cur = append(append(cur, ' '), wr...)
+		default:
+			lines, cur = append(lines, string(cur)), wr
+		}
+	}
+	if len(cur) > 0 {
+		lines = append(lines, string(cur))
+	}
+	return lines
+}

@@ -1,0 +1,65 @@
+package step
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// MaxCause bounds a cause file: a cause is read by people, and a build
+// tool's log tail belongs in the step's log, not in the report.
+const MaxCause = 2000
+
+// CausePath is where a failed stage leaves its cause, in its stage folder:
+// image/image-build.error, rollout/rollout.error. Stages share folders
+// (image/ holds image-build, image-sign and verify), so the file is named
+// after the stage. The report reads it into the failed stage's row.
+func (w Workspace) CausePath(stage string) string {
+	return filepath.Join(w.StageDir(stage), stage+".error")
+}
+
+// Cause is the one-line form of err that a stage's log ends with and its
+// cause file holds. Errors never carry secrets (no key, pull secret or
+// user-data is put in an error message), so it is safe to write.
+func Cause(err error) string {
+	s := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")), " ")
+	if r := []rune(s); len(r) > MaxCause {
+		s = string(r[:MaxCause-1]) + "…"
+	}
+	return s
+}
+
+// WriteCause records err as stage's cause. A workspace-less run (no
+// --work) has nowhere to write it and is left alone.
+func (w Workspace) WriteCause(stage string, err error) error {
+	if w.Root == "" {
+		return nil
+	}
+	dir, derr := w.Ensure(stage)
+	if derr != nil {
+		return derr
+	}
+	return os.WriteFile(filepath.Join(dir, stage+".error"), []byte(Cause(err)+"\n"), 0o644)
+}
+
+// ClearCause removes a cause left by an earlier attempt of the stage
+// (a Tekton retry or a rerun on the same workspace).
+func (w Workspace) ClearCause(stage string) error {
+	if w.Root == "" {
+		return nil
+	}
+	if err := os.Remove(w.CausePath(stage)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// ReadCause returns stage's recorded cause, "" when there is none.
+func (w Workspace) ReadCause(stage string) string {
+	b, err := os.ReadFile(w.CausePath(stage))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
