@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -299,4 +300,20 @@ func fileLayer(t *testing.T, path, body string) v1.Layer {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// An image attested in another build format (an older kiln) is not
+// rebuilt by this one: a failure (exit 1) naming the parameter, not a
+// difference of the image.
+func TestReproduceOtherBuildFormatFails(t *testing.T) {
+	s := newSite(t)
+	ref, in := s.build(t, s.base, "hello")
+	old := in
+	old.Parameters = maps.Clone(in.Parameters)
+	old.Parameters["format"] = "kiln-image/0"
+	s.sign(t, ref, old)
+	got := s.reproduce(t, ref, nil)
+	if got.code != step.ExitFailure || !strings.Contains(got.err, "format") || got.results["REPRODUCED"] != "false" {
+		t.Errorf("exit %d, results %v\n%s", got.code, got.results, got.err)
+	}
 }
