@@ -68,7 +68,7 @@ func (rp *reproducer) reproduce(ctx context.Context, ref string) error {
 		if err == nil {
 			return nil // recorded in the report: nothing to compare
 		}
-		return fmt.Errorf("rebuilding %s: %w", ref, err)
+		return fmt.Errorf("rebuilding %s (attested by kiln %s): %w", ref, orUnknown(at.BuilderVersion), err)
 	}
 	if d := at.Inputs.Diff(rebuilt.Inputs); d != "" {
 		// The rebuild would not be the attested build: a format or
