@@ -22,7 +22,7 @@ stage (Skipped for a skipped one; a failed one leads with the cause its step rec
 
 Reads:   work/render/, work/kmod/, work/image/, work/rollout/, work/bootimages/, <stage>.error files
 Writes:  work/report/summary.txt (also printed), work/report/summary.md (the same as Markdown)
-Results: none`,
+Results: FAILED_STAGE, FAILURE`,
 		example: `  kiln-steps report --pool worker --work /tmp/work --aggregate Failed render=Succeeded image-build=Failed`,
 		runner:  o,
 		bind: func(fs *pflag.FlagSet) {

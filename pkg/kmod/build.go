@@ -167,16 +167,12 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cf := filepath.Join(dir, "Dockerfile")
-	if err := os.WriteFile(cf, []byte(dockerfile), 0o644); err != nil {
+	b, err := unsignedBud(dir, dockerfile, bi.args, secrets, plan.BuildTarget, bi.kernel)
+	if err != nil {
 		return err
 	}
 	p.Printf("building %s for kernel %s (OS_AUTO %s, DTK_AUTO %s)", plan.BuildTarget, bi.kernel, bi.args[ArgOSAuto], bi.args[ArgDTKAuto])
-	d, err := o.Buildah.BudAndPush(ctx, r, osimage.Bud{
-		Dir: dir, Containerfile: cf, BuildArgs: bi.args, Secrets: secrets, Target: plan.BuildTarget,
-		Labels: map[string]string{osimage.LabelPool: o.Pool, "kiln.dev/kernel-full-version": bi.kernel},
-		Pulls:  []string{bi.args[ArgOSAuto], bi.args[ArgDTKAuto]},
-	})
+	d, err := o.Buildah.BudAndPush(ctx, r, b)
 	if err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: Dockerfile of ConfigMap %q: %w", md.Namespace, md.Name, build.DockerfileConfigMap.Name, err)
 	}
@@ -194,6 +190,50 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	return recordBuilt(ctx, o.KubeOptions, md, ReasonBuilt, fmt.Sprintf("built %s for kernel %s", rep.Image, bi.kernel), rep.Digest, p)
+}
+
+// BuildEnv is the environment of a kmod build's final stage (buildah
+// --env: an undeclared --build-arg would not reach its RUN steps, such as
+// the seed's depmod). Tools that write times, users or hosts into their
+// output read these; the variables also land in the image config's Env.
+//
+// buildah 1.28 gives --env to the final stage only, not to the stage that
+// compiles the module (osimage TestBudEnvReachesTheFinalStage). The module
+// does not need them: the kernel's build refuses __DATE__ and __TIME__
+// (-Werror=date-time), so SOURCE_DATE_EPOCH cannot reach it; KBUILD_BUILD_*
+// only feed vmlinux's compile.h, which an external module (make M=…)
+// never builds; its build id is a hash of its content. A user's own tools
+// in a builder stage that embed the time are not covered.
+//
+// No -ffile-prefix-map: the module is compiled inside the build container,
+// in the Dockerfile's WORKDIR against the driver toolkit's headers (the
+// kernel's Makefile already maps its own tree away with
+// -fmacro-prefix-map), so the paths in its debug info are container paths,
+// the same on every machine; no path of the host reaches the module
+// (TestRebuildUnsignedAndResignGiveThePushedDigests checks).
+var BuildEnv = map[string]string{
+	"SOURCE_DATE_EPOCH":      "0",
+	"KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 1970",
+	"KBUILD_BUILD_USER":      "kiln",
+	"KBUILD_BUILD_HOST":      "kiln",
+}
+
+// unsignedBud writes the Dockerfile into dir and returns the buildah
+// build of the unsigned image: kmod-build and RebuildUnsigned run the
+// same. Every byte of the result comes from these arguments: the pool is
+// not among them (the image belongs to the ModuleDay0, which may serve
+// several pools), so it is no label either.
+func unsignedBud(dir, dockerfile string, args, secrets map[string]string, target, kernel string) (osimage.Bud, error) {
+	cf := filepath.Join(dir, "Dockerfile")
+	if err := os.WriteFile(cf, []byte(dockerfile), 0o644); err != nil {
+		return osimage.Bud{}, err
+	}
+	return osimage.Bud{
+		Dir: dir, Containerfile: cf, BuildArgs: args, Secrets: secrets, Target: target, Env: BuildEnv,
+		Labels: map[string]string{"kiln.dev/kernel-full-version": kernel},
+		Pulls:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
+		Bases:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
+	}, nil
 }
 
 // buildInputs are a kmod build's arguments and what they are made of, all

@@ -106,6 +106,12 @@ func (s *Signer) Sign(module []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("signing module: %w", err)
 	}
+	return appendSignature(content, sig), nil
+}
+
+// appendSignature is content followed by the PKCS#7 signature, the
+// trailer and the magic string, as scripts/sign-file writes them.
+func appendSignature(content, sig []byte) []byte {
 	out := make([]byte, 0, len(content)+len(sig)+trailerLen+len(ModuleSigMagic))
 	out = append(out, content...)
 	out = append(out, sig...)
@@ -113,7 +119,7 @@ func (s *Signer) Sign(module []byte) ([]byte, error) {
 	tr[2] = idTypePKCS7
 	binary.BigEndian.PutUint32(tr[8:], uint32(len(sig)))
 	out = append(out, tr[:]...)
-	return append(out, ModuleSigMagic...), nil
+	return append(out, ModuleSigMagic...)
 }
 
 // pkcs7 makes a detached SignedData with no signed attributes, identified

@@ -76,18 +76,7 @@ func SignImage(ctx context.Context, in SignImageInput) (*SignImageResult, error)
 	if err != nil {
 		return nil, err
 	}
-	lt, err := osimage.LayerTypeFor(src)
-	if err != nil {
-		return nil, err
-	}
-	layer, err := signedLayer(files, paths, in.Signer, lt)
-	if err != nil {
-		return nil, err
-	}
-	out, err := mutate.Append(src, mutate.Addendum{Layer: layer, History: v1.History{
-		CreatedBy: fmt.Sprintf("kiln: kmod-sign %d module(s) for kernel %s", len(paths), kver),
-		Created:   v1.Time{Time: time.Unix(0, 0).UTC()},
-	}})
+	out, err := signedImage(src, files, paths, kver, func(_ string, m []byte) ([]byte, error) { return in.Signer.Sign(m) })
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +88,25 @@ func SignImage(ctx context.Context, in SignImageInput) (*SignImageResult, error)
 		return nil, err
 	}
 	return &SignImageResult{Digest: d, Signed: paths, KernelFullVersion: kver}, nil
+}
+
+// signedImage is src plus one layer holding the modules at paths as sign
+// returns them: SignImage signs with the key, Resign puts back the
+// signatures of an image under check. Both assemble it here, so that the
+// same signed modules give the same image.
+func signedImage(src v1.Image, files fstest.MapFS, paths []string, kver string, sign func(path string, module []byte) ([]byte, error)) (v1.Image, error) {
+	lt, err := osimage.LayerTypeFor(src)
+	if err != nil {
+		return nil, err
+	}
+	layer, err := signedLayer(files, paths, sign, lt)
+	if err != nil {
+		return nil, err
+	}
+	return mutate.Append(src, mutate.Addendum{Layer: layer, History: v1.History{
+		CreatedBy: fmt.Sprintf("kiln: kmod-sign %d module(s) for kernel %s", len(paths), kver),
+		Created:   v1.Time{Time: time.Unix(0, 0).UTC()},
+	}})
 }
 
 // KernelFullVersion reads the kernel version of an OS image: the
@@ -207,7 +215,7 @@ func walkLayers(img v1.Image, fn func(*tar.Header, io.Reader) error) error {
 
 // signedLayer signs each module and packs them, sorted, with fixed times,
 // keeping mode and owner: the same inputs give the same layer.
-func signedLayer(files fstest.MapFS, paths []string, s *Signer, lt types.MediaType) (v1.Layer, error) {
+func signedLayer(files fstest.MapFS, paths []string, sign func(path string, module []byte) ([]byte, error), lt types.MediaType) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, p := range paths {
@@ -215,7 +223,7 @@ func signedLayer(files fstest.MapFS, paths []string, s *Signer, lt types.MediaTy
 		if f.Data == nil {
 			return nil, fmt.Errorf("signing %s: not a regular .ko file of at most %d bytes", p, modulesIndexLimit)
 		}
-		signed, err := s.Sign(f.Data)
+		signed, err := sign(p, f.Data)
 		if err != nil {
 			return nil, fmt.Errorf("signing %s: %w", p, err)
 		}

@@ -99,6 +99,53 @@ func RenderedHash(p *Plan) string {
 // fingerprint's tag when kiln's identity proves it (see reuse), else append the layer to every platform of the base and
 // push by digest, tagging only once everything is in the registry.
 func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult, error) {
+	f, err := in.prepareFast(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	res, repo := f.res, f.repo
+	tag := repo.Tag(res.Tag)
+	if done, err := res.reuse(ctx, r, tag, in.Identity); err != nil || done {
+		return res, err
+	}
+	a, err := f.assemble()
+	if err != nil {
+		return nil, err
+	}
+	res.Digest = a.digest
+	var pushed registry.Taggable
+	if a.index != nil {
+		if err := r.WriteIndex(ctx, repo.Digest(res.Digest.String()), a.index); err != nil {
+			return nil, registry.Classify(err, "pushing image index", repo.String())
+		}
+		pushed = a.index
+	} else {
+		if err := r.Write(ctx, repo.Digest(res.Digest.String()), a.image); err != nil {
+			return nil, registry.Classify(err, "pushing image", repo.String())
+		}
+		pushed = a.image
+	}
+	// The tag goes last: if anything above failed, no tag claims a build
+	// that is not complete, and the next run rebuilds.
+	if err := r.Tag(ctx, tag, pushed); err != nil {
+		return nil, registry.Classify(err, "tagging image", tag.String())
+	}
+	res.Ref = repo.Digest(res.Digest.String()).String()
+	return res, nil
+}
+
+// fastBuild is a planned fast-path build: everything but its bytes.
+type fastBuild struct {
+	in       BuildInput
+	res      *BuildResult
+	baseRef  name.Reference
+	baseDesc *registry.Descriptor
+	repo     name.Repository
+}
+
+// prepareFast plans the layer, resolves the base and computes the inputs;
+// it reads the base's descriptor only.
+func (in *BuildInput) prepareFast(ctx context.Context, r registry.Remote) (*fastBuild, error) {
 	plan, err := in.plan()
 	if err != nil {
 		return nil, err
@@ -106,7 +153,7 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 	if len(plan.NeedsBuildah) > 0 {
 		return nil, fmt.Errorf("building image for %s: %w: %s", in.Rendered.Name, ErrNeedsBuildah, strings.Join(plan.NeedsBuildah, "; "))
 	}
-	baseRef, baseDesc, repo, err := resolve(ctx, r, in)
+	baseRef, baseDesc, repo, err := resolve(ctx, r, *in)
 	if err != nil {
 		return nil, err
 	}
@@ -117,66 +164,57 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 	}
 	fp := inputs.Fingerprint()
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
-	tag := repo.Tag(res.Tag)
+	return &fastBuild{in: *in, res: res, baseRef: baseRef, baseDesc: baseDesc, repo: repo}, nil
+}
 
-	if done, err := res.reuse(ctx, r, tag, in.Identity); err != nil || done {
-		return res, err
-	}
+// assembled is the fast path's image (or index) before any push, with the
+// digest the push gives it: Build pushes it, Rebuild only returns it.
+type assembled struct {
+	digest v1.Hash
+	image  v1.Image
+	index  v1.ImageIndex
+}
 
+// assemble appends the config layer to every platform of the base and
+// sets f.res.Platforms.
+func (f *fastBuild) assemble() (*assembled, error) {
+	in, res, plan := f.in, f.res, f.res.Plan
 	tarBytes, err := plan.Tar()
 	if err != nil {
 		return nil, err
 	}
 	meta := imageMeta{
 		labels: map[string]string{
-			LabelFingerprint: fp, LabelRenderedConfig: in.Rendered.Name,
-			LabelBaseImage: baseByDigest, LabelPool: in.Pool,
+			LabelFingerprint: res.Fingerprint, LabelRenderedConfig: in.Rendered.Name,
+			LabelBaseImage: res.BaseRef, LabelPool: in.Pool,
 		},
 		annotations: map[string]string{
-			AnnotationSource: in.Source, LabelFingerprint: fp,
-			annotationBaseName: baseRef.Context().String(), annotationBaseDig: baseDesc.Digest.String(),
+			AnnotationSource: in.Source, LabelFingerprint: res.Fingerprint,
+			annotationBaseName: f.baseRef.Context().String(), annotationBaseDig: f.baseDesc.Digest.String(),
 		},
-		history: fmt.Sprintf("kiln: %s for pool %s (%d entries, fingerprint %s)", in.Rendered.Name, in.Pool, len(plan.Entries), fp[:12]),
+		history: fmt.Sprintf("kiln: %s for pool %s (%d entries, fingerprint %s)", in.Rendered.Name, in.Pool, len(plan.Entries), res.Fingerprint[:12]),
 		layer:   tarBytes,
 	}
-	var pushed registry.Taggable
-	if baseDesc.MediaType.IsIndex() {
-		idx, platforms, err := meta.index(baseDesc)
+	a := &assembled{}
+	if f.baseDesc.MediaType.IsIndex() {
+		idx, platforms, err := meta.index(f.baseDesc)
 		if err != nil {
 			return nil, fmt.Errorf("building image from base index %s: %w", in.Base, err)
 		}
 		res.Platforms = platforms
-		if res.Digest, err = idx.Digest(); err != nil {
-			return nil, err
-		}
-		if err := r.WriteIndex(ctx, repo.Digest(res.Digest.String()), idx); err != nil {
-			return nil, registry.Classify(err, "pushing image index", repo.String())
-		}
-		pushed = idx
-	} else {
-		base, err := baseDesc.Image()
-		if err != nil {
-			return nil, registry.Classify(err, "reading base image", in.Base)
-		}
-		img, err := meta.image(base)
-		if err != nil {
-			return nil, fmt.Errorf("building image on %s: %w", in.Base, err)
-		}
-		if res.Digest, err = img.Digest(); err != nil {
-			return nil, err
-		}
-		if err := r.Write(ctx, repo.Digest(res.Digest.String()), img); err != nil {
-			return nil, registry.Classify(err, "pushing image", repo.String())
-		}
-		pushed = img
+		a.index = idx
+		a.digest, err = idx.Digest()
+		return a, err
 	}
-	// The tag goes last: if anything above failed, no tag claims a build
-	// that is not complete, and the next run rebuilds.
-	if err := r.Tag(ctx, tag, pushed); err != nil {
-		return nil, registry.Classify(err, "tagging image", tag.String())
+	base, err := f.baseDesc.Image()
+	if err != nil {
+		return nil, registry.Classify(err, "reading base image", in.Base)
 	}
-	res.Ref = repo.Digest(res.Digest.String()).String()
-	return res, nil
+	if a.image, err = meta.image(base); err != nil {
+		return nil, fmt.Errorf("building image on %s: %w", in.Base, err)
+	}
+	a.digest, err = a.image.Digest()
+	return a, err
 }
 
 // plan checks the input and plans the config layer; both builders start

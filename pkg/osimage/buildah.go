@@ -29,6 +29,10 @@ type Buildah struct {
 	Bin string
 	// Env is buildah's environment; nil means the process's.
 	Env []string
+	// Root, when set, is buildah's storage: every call gets the global
+	// --root <Root>/storage --runroot <Root>/run, so a rebuild starts from
+	// empty storage whatever Env's storage.conf names.
+	Root string
 }
 
 // BuildahInput adds what only the buildah path uses to a BuildInput.
@@ -40,15 +44,52 @@ type BuildahInput struct {
 }
 
 // BuildWithBuildah builds with `buildah bud --layers --timestamp 0` from a
-// generated Containerfile and pushes with `buildah push --digestfile`. The
-// fingerprint also covers the Containerfile, so reuse works as on the
-// fast path (only a proven image is reused). The tag is written by the
-// push's final manifest PUT, so a failed build or push leaves no tag.
-//
-// Difference from the brief: Debian's buildah 1.28 has no `bud
-// --digestfile`; the digest comes from `push --digestfile`, which is also
-// the digest of what the registry holds (bud's would be of local storage).
+// generated Containerfile and pushes with BudAndPush. The fingerprint also
+// covers the Containerfile, so reuse works as on the fast path (only a
+// proven image is reused). The tag is written by the push's final manifest
+// PUT, so a failed build or push leaves no tag.
 func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in BuildahInput) (*BuildResult, error) {
+	p, err := in.prepareBuildah(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	res := p.res
+	tag := p.repo.Tag(res.Tag)
+	if done, err := res.reuse(ctx, r, tag, in.Identity); err != nil || done {
+		return res, err
+	}
+	dir, err := os.MkdirTemp("", "kiln-buildah-ctx-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	b, err := p.bud(dir, tag.String())
+	if err != nil {
+		return nil, err
+	}
+	d, err := bb.BudAndPush(ctx, r, b)
+	if err != nil {
+		return nil, fmt.Errorf("building %s on %s: %w", in.Rendered.Name, in.Base, err)
+	}
+	res.Digest = d
+	res.Ref = p.repo.Digest(res.Digest.String()).String()
+	return res, nil
+}
+
+// buildahBuild is a prepared buildah-path build: its inputs and its
+// generated Containerfile, nothing built yet.
+type buildahBuild struct {
+	in   BuildahInput
+	res  *BuildResult
+	repo name.Repository
+	bc   *BuildContext
+	// ext is the extensions image by digest when the build mounts it.
+	ext string
+}
+
+// prepareBuildah plans, resolves the base and generates the Containerfile
+// and the inputs; it reads the base's descriptor only.
+func (in *BuildahInput) prepareBuildah(ctx context.Context, r registry.Remote) (*buildahBuild, error) {
 	plan, err := in.plan()
 	if err != nil {
 		return nil, err
@@ -64,7 +105,7 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 			in.Rendered.Name, in.Base, strings.Join(plan.NeedsBuildah, "; "))
 	}
 	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
-	ext, err := extensionsByDigest(ctx, r, in)
+	ext, err := extensionsByDigest(ctx, r, *in)
 	if err != nil {
 		return nil, err
 	}
@@ -91,44 +132,34 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 		return nil, err
 	}
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
-	tag := repo.Tag(res.Tag)
-	if done, err := res.reuse(ctx, r, tag, in.Identity); err != nil || done {
-		return res, err
-	}
+	return &buildahBuild{in: *in, res: res, repo: repo, bc: bc, ext: ext}, nil
+}
 
-	dir, err := os.MkdirTemp("", "kiln-buildah-ctx-")
+// bud writes the build context into dir and returns the bud of it.
+func (p *buildahBuild) bud(dir, target string) (Bud, error) {
+	tarBytes, err := p.res.Plan.Tar()
 	if err != nil {
-		return nil, err
+		return Bud{}, err
 	}
-	defer os.RemoveAll(dir)
-	tarBytes, err := plan.Tar()
-	if err != nil {
-		return nil, err
-	}
-	files := map[string][]byte{"Containerfile": []byte(bc.Containerfile), ctxConfigTar: tarBytes}
-	for k, v := range bc.Files {
+	files := map[string][]byte{"Containerfile": []byte(p.bc.Containerfile), ctxConfigTar: tarBytes}
+	for k, v := range p.bc.Files {
 		files[k] = []byte(v)
 	}
 	for k, v := range files {
-		p := filepath.Join(dir, k)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, err
+		f := filepath.Join(dir, k)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			return Bud{}, err
 		}
-		if err := os.WriteFile(p, v, 0o644); err != nil {
-			return nil, err
+		if err := os.WriteFile(f, v, 0o644); err != nil {
+			return Bud{}, err
 		}
 	}
-	d, err := bb.BudAndPush(ctx, r, Bud{
-		Dir: dir, Containerfile: filepath.Join(dir, "Containerfile"), Target: tag.String(),
-		Annotations: map[string]string{AnnotationSource: in.Source, LabelFingerprint: fp},
-		Pulls:       []string{in.Base, ext},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("building %s on %s: %w", in.Rendered.Name, in.Base, err)
-	}
-	res.Digest = d
-	res.Ref = repo.Digest(res.Digest.String()).String()
-	return res, nil
+	return Bud{
+		Dir: dir, Containerfile: filepath.Join(dir, "Containerfile"), Target: target,
+		Annotations: map[string]string{AnnotationSource: p.in.Source, LabelFingerprint: p.res.Fingerprint},
+		Pulls:       []string{p.in.Base, p.ext},
+		Bases:       []string{p.res.BaseRef},
+	}, nil
 }
 
 // extensionsByDigest resolves the extensions image to a digest when the
@@ -169,13 +200,23 @@ type Bud struct {
 	// Pulls are the image references the build pulls (its FROMs), so that
 	// their registries get the registry flags.
 	Pulls []string
+	// Bases are the images by digest (repository@sha256:…) whose layers
+	// the result starts with: those keep the base's compressed blobs.
+	Bases []string
+	// Env are `--env K=V` for every stage: unlike an undeclared
+	// --build-arg, they reach every RUN step (and land in the image
+	// config's Env).
+	Env map[string]string
 	// Target is where the result is pushed.
 	Target string
 }
 
-// BudAndPush builds with `buildah bud --layers --timestamp 0` and pushes
-// with `push --digestfile`, returning the pushed digest. A failed build
-// reports the tail of buildah's log; nothing is pushed then.
+// BudAndPush builds with `buildah bud --layers --timestamp 0`, writes the
+// result to an OCI layout and pushes it with kiln's own registry client
+// (see BudLocal for why not `buildah push`), returning the pushed digest.
+// A failed build reports the tail of buildah's log; nothing is pushed
+// then. The manifest PUT to b.Target (a tag) comes last, so a failed push
+// leaves no tag.
 func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.Hash, error) {
 	target, err := r.ParseRef(b.Target)
 	if err != nil {
@@ -186,11 +227,28 @@ func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.
 		return v1.Hash{}, err
 	}
 	defer os.RemoveAll(tmp)
+	out, err := bb.BudLocal(ctx, r, b, tmp)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if err := r.Write(ctx, target, out.Image); err != nil {
+		return v1.Hash{}, registry.Classify(err, "pushing image", target.String())
+	}
+	return out.Digest, nil
+}
+
+// bud runs `buildah bud` for b into local storage and returns the local
+// name of the result; the caller removes it. tmp is a folder the caller
+// removes.
+func (bb Buildah) bud(ctx context.Context, r registry.Remote, b Bud, tmp string) (string, error) {
 	sum := sha256.Sum256([]byte(b.Target))
 	local := "localhost/kiln-bud:" + hex.EncodeToString(sum[:8])
 	args := []string{"bud", "--layers", "--timestamp", "0", "--format", "oci", "-f", b.Containerfile, "-t", local}
 	for _, k := range sortedKeys(b.BuildArgs) {
 		args = append(args, "--build-arg", k+"="+b.BuildArgs[k])
+	}
+	for _, k := range sortedKeys(b.Env) {
+		args = append(args, "--env", k+"="+b.Env[k])
 	}
 	for _, k := range sortedKeys(b.Secrets) {
 		args = append(args, "--secret", "id="+k+",src="+b.Secrets[k])
@@ -203,30 +261,12 @@ func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.
 	}
 	pull, err := pullCall(r, b.Pulls, tmp)
 	if err != nil {
-		return v1.Hash{}, fmt.Errorf("building %s with buildah: %w", b.Target, err)
+		return "", fmt.Errorf("building %s with buildah: %w", b.Target, err)
 	}
 	if out, err := bb.runEnv(ctx, pull.env, append(append(args, pull.args...), b.Dir)...); err != nil {
-		return v1.Hash{}, fmt.Errorf("building %s with buildah: %w\n%s", b.Target, err, tail(out, 15))
+		return "", fmt.Errorf("building %s with buildah: %w\n%s", b.Target, err, tail(out, 15))
 	}
-	defer func() { _, _ = bb.run(context.WithoutCancel(ctx), "rmi", local) }()
-	digestFile := filepath.Join(tmp, "digest")
-	pc, err := pushCall(r, target.Context().RegistryStr(), tmp)
-	if err != nil {
-		return v1.Hash{}, fmt.Errorf("pushing %s with buildah: %w", target, err)
-	}
-	push := append([]string{"push", "--digestfile", digestFile}, pc.args...)
-	if out, err := bb.runEnv(ctx, pc.env, append(push, local, "docker://"+target.String())...); err != nil {
-		return v1.Hash{}, fmt.Errorf("pushing %s with buildah: %w\n%s", target, err, tail(out, 15))
-	}
-	d, err := os.ReadFile(digestFile)
-	if err != nil {
-		return v1.Hash{}, fmt.Errorf("reading buildah's digest file: %w", err)
-	}
-	h, err := v1.NewHash(strings.TrimSpace(string(d)))
-	if err != nil {
-		return v1.Hash{}, fmt.Errorf("reading buildah's digest file: %w", err)
-	}
-	return h, nil
+	return local, nil
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -263,6 +303,9 @@ func (bb Buildah) runEnv(ctx context.Context, extra []string, args ...string) (s
 	bin := bb.Bin
 	if bin == "" {
 		bin = "buildah"
+	}
+	if bb.Root != "" {
+		args = append([]string{"--root", filepath.Join(bb.Root, "storage"), "--runroot", filepath.Join(bb.Root, "run")}, args...)
 	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = bb.Env

@@ -115,6 +115,7 @@ var ContractResults = map[string][]string{
 	"verify":      {"VERIFIED"},
 	"rollout":     {"ROLLOUT_STATE", "UPDATED_NODES"},
 	"bootimages":  {"MACHINESETS_PATCHED", "MACHINESETS_SKIPPED"},
+	"report":      {"FAILED_STAGE", "FAILURE"},
 }
 
 // SpecFiles lists the Tekton YAML files of a folder such as tasks/ or

@@ -63,6 +63,11 @@ func TestReportStep(t *testing.T) {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 	golden(t, "summary.txt", out.Bytes())
+	for name, want := range map[string]string{"FAILED_STAGE": "rollout", "FAILURE": ws.ReadCause(step.StageRollout)} {
+		if got, err := os.ReadFile(filepath.Join(o.ResultsDir, name)); err != nil || string(got) != want || want == "" {
+			t.Errorf("result %s = %q (%v), want %q", name, got, err, want)
+		}
+	}
 	for i, l := range strings.Split(out.String(), "\n") {
 		if n := len([]rune(l)); n > Width {
 			t.Errorf("line %d is %d columns wide: %q", i+1, n, l)

@@ -71,6 +71,35 @@ func (o *Options) Run(_ context.Context, s step.Streams) error {
 			return fmt.Errorf("writing the summary: %w", err)
 		}
 	}
-	_, err = s.Out.Write(text.Bytes())
-	return err
+	if _, err := s.Out.Write(text.Bytes()); err != nil {
+		return err
+	}
+	return writeResults(o.Results(), rows)
+}
+
+// MaxFailure bounds the FAILURE result: all of report's results share
+// Tekton's 4 KiB termination message.
+const MaxFailure = 1500
+
+// writeResults gives the run level what an operator needs first: which
+// stage failed and why (the pipeline's FAILED_STAGE and FAILURE results
+// come from these).
+func writeResults(res *step.Results, rows []Row) error {
+	stage, cause := "", ""
+	for _, r := range rows {
+		if r.Status == "Failed" {
+			stage, cause = r.Stage, r.Cause
+			break
+		}
+	}
+	if r := []rune(cause); len(r) > MaxFailure {
+		cause = string(r[:MaxFailure-1]) + "…"
+	}
+	if err := res.Set("FAILED_STAGE", stage); err != nil {
+		return err
+	}
+	if err := res.Set("FAILURE", cause); err != nil {
+		return err
+	}
+	return res.Write()
 }

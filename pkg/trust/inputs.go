@@ -30,7 +30,7 @@ import (
 // built the old way is never reused for the new layout.
 const (
 	NodeImageFormat = "kiln-image/2"
-	KmodBuildFormat = "kiln-kmod-build/1"
+	KmodBuildFormat = "kiln-kmod-build/2"
 	KmodSignFormat  = "kiln-kmod-sign/1"
 )
 
