@@ -1,5 +1,3 @@
-//go:build rebuildapi
-
 package reproduce
 
 import (
