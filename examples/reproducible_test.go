@@ -32,8 +32,8 @@ type sampleRun struct {
 	// infraWork is infra's workspace (rendered config, kmod reports).
 	infraWork, extensions string
 	// works are every pool's workspace, by pool.
-	works map[string]string
-	buildah               *env.Buildah
+	works   map[string]string
+	buildah *env.Buildah
 }
 
 // runSampleFromScratch serves an empty registry at addr (as make run's
