@@ -243,7 +243,10 @@ func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.
 func (bb Buildah) bud(ctx context.Context, r registry.Remote, b Bud, tmp string) (string, error) {
 	sum := sha256.Sum256([]byte(b.Target))
 	local := "localhost/kiln-bud:" + hex.EncodeToString(sum[:8])
-	args := []string{"bud", "--layers", "--timestamp", "0", "--format", "oci", "-f", b.Containerfile, "-t", local}
+	// --identity-label=false: buildah's io.buildah.version label would make
+	// the bytes depend on which buildah built them, so two machines with
+	// different buildah releases would never agree on a digest.
+	args := []string{"bud", "--layers", "--timestamp", "0", "--identity-label=false", "--format", "oci", "-f", b.Containerfile, "-t", local}
 	for _, k := range sortedKeys(b.BuildArgs) {
 		args = append(args, "--build-arg", k+"="+b.BuildArgs[k])
 	}
