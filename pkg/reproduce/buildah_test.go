@@ -69,7 +69,7 @@ func pushBusyboxBase(ctx context.Context, t *testing.T, e *env.Env, repoTag stri
 	}
 	ctr := run("from", "scratch")
 	run("copy", ctr, busybox, "/bin/sh")
-	run("commit", "-q", ctr, "localhost/kiln-test-base:1")
+	run("commit", "-q", "--identity-label=false", ctr, "localhost/kiln-test-base:1")
 	run("rm", ctr)
 	target := e.Registry.Ref(repoTag)
 	run("push", "-q", "--tls-verify=false", "localhost/kiln-test-base:1", "docker://"+target)
