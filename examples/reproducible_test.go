@@ -31,7 +31,9 @@ type sampleRun struct {
 	digests map[string]string
 	// infraWork is infra's workspace (rendered config, kmod reports).
 	infraWork, extensions string
-	buildah               *env.Buildah
+	// works are every pool's workspace, by pool.
+	works   map[string]string
+	buildah *env.Buildah
 }
 
 // runSampleFromScratch serves an empty registry at addr (as make run's
@@ -67,7 +69,7 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 	}
 	dtk, _ := env.PushDTK(t, host+"/openshift/driver-toolkit:"+ReleaseVersion)
 	reg := step.RegistryOptions{Insecure: []string{host}}
-	run := sampleRun{host: host, digests: map[string]string{}, extensions: refs[1], buildah: bb}
+	run := sampleRun{host: host, digests: map[string]string{}, extensions: refs[1], buildah: bb, works: map[string]string{}}
 	imageBuild := func(work, pool string) {
 		results := filepath.Join(work, "out")
 		o := &osimage.BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: pool}, RegistryOptions: reg,
@@ -82,6 +84,7 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 			t.Fatal(err)
 		}
 		run.digests[pool] = string(d)
+		run.works[pool] = work
 	}
 	for _, pool := range []string{"worker", "master"} {
 		work := t.TempDir()

@@ -63,7 +63,7 @@ render/ (rendered.json, inputs.json), kmod/, image/, rollout/, bootimages/, repo
 	}
 	root.AddCommand(
 		newRenderCommand(env), newKmodBuildCommand(env), newKmodSignCommand(env), newImageBuildCommand(env),
-		newImageSignCommand(env), newVerifyCommand(env), newRolloutCommand(env), newBootImagesCommand(env),
+		newImageSignCommand(env), newVerifyCommand(env), newReproduceCommand(env), newRolloutCommand(env), newBootImagesCommand(env),
 		newReportCommand(env),
 	)
 	setupRoot(root)

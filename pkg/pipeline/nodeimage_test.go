@@ -13,8 +13,9 @@ import (
 // and Tasks unchanged, with a stand-in kiln-steps (stageMain) so the
 // Tekton semantics the pipeline relies on are checked without a registry:
 // kmod stages skipped by `when` do not skip image-build, results flow into
-// later tasks' args, a failure stops the chain, and the finally report
-// gets every status. The real stages are tested in their own packages;
+// later tasks' args, a failure stops the chain, the optional reproduce
+// stage holds rollout back only when it runs and fails, and the finally
+// report gets every status. The real stages are tested in their own packages;
 // TestRunBootImagesPipeline runs one for real through the executor.
 func TestRunNodeImagePipelineShape(t *testing.T) {
 	// image-build's results in Chains' shape: the repository and the
@@ -29,9 +30,11 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 		"verify":      {"VERIFIED": "true"},
 		"rollout":     {"ROLLOUT_STATE": "Done", "UPDATED_NODES": "3"},
 		"bootimages":  {"MACHINESETS_PATCHED": "0", "MACHINESETS_SKIPPED": "0"},
+		"reproduce":   {"REPRODUCED": "true", "DIFF": "identical"},
 	})
 	cases := []struct {
 		name, fail, bootImages string
+		reproduce              string // the reproduce param; "" leaves the default
 		status                 string
 		tasks                  map[string]string
 		calls                  []string // substrings of the stage invocations, in order
@@ -39,7 +42,7 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 		name: "no kmod", bootImages: "true", status: "Completed",
 		tasks: map[string]string{"render": StateSucceeded, "kmod-build": StateSkipped, "kmod-sign": StateSkipped,
 			"image-build": StateSucceeded, "image-sign": StateSucceeded, "verify": StateSucceeded,
-			"rollout": StateSucceeded, "bootimages": StateSucceeded, "report": StateSucceeded},
+			"reproduce": StateSkipped, "rollout": StateSucceeded, "bootimages": StateSucceeded, "report": StateSucceeded},
 		calls: []string{"render --pool=worker --source=dir:/m", "image-build --pool=worker", "--base=quay.io/base@sha256:00 --repository=registry.local/os-worker",
 			"image-sign", "--image=" + image, "verify", "rollout", "bootimages", "report --pool=worker",
 			"--aggregate=Completed render=Succeeded kmod-build=None kmod-sign=None image-build=Succeeded image-sign=Succeeded verify=Succeeded rollout=Succeeded bootimages=Succeeded"},
@@ -55,6 +58,17 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 			"image-build": StateSucceeded, "image-sign": StateSucceeded, "verify": StateSucceeded,
 			"rollout": StateSucceeded, "bootimages": StateSkipped, "report": StateSucceeded},
 		calls: []string{"rollout", "report", "bootimages=None"},
+	}, {
+		// The optional independent rebuild: rollout waits for it.
+		name: "reproduce gates rollout", reproduce: "true", bootImages: "false", status: "Completed",
+		tasks: map[string]string{"image-sign": StateSucceeded, "verify": StateSucceeded, "reproduce": StateSucceeded,
+			"rollout": StateSucceeded},
+		calls: []string{"image-sign", "reproduce --image=" + image + " --deep=true", "rollout"},
+	}, {
+		name: "reproduce fails", reproduce: "true", fail: "reproduce", bootImages: "true", status: "Failed",
+		tasks: map[string]string{"image-sign": StateSucceeded, "verify": StateSucceeded, "reproduce": StateFailed,
+			"rollout": StateSkipped, "bootimages": StateSkipped, "report": StateSucceeded},
+		calls: []string{"reproduce", "report", "--aggregate=Failed", "rollout=None"},
 	}}
 	ctx := context.Background()
 	tasks, err := LoadTasks(ctx, "../../tasks")
@@ -71,8 +85,12 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 			e := &Executor{Tasks: tasks, StepBinary: os.Args[0],
 				Env: []string{"KILN_EXEC_HELPER=stage", "KILN_TRACE=" + trace, "KILN_STAGE_RESULTS=" + string(stageResults), "KILN_STAGE_FAIL=" + tc.fail}}
 			ws := map[string]string{"work": t.TempDir(), "signing-key": t.TempDir(), "public-key": t.TempDir()}
-			res, err := e.Run(ctx, p, map[string]string{"pool": "worker", "repository": "registry.local/os-worker",
-				"source": "dir:/m", "update-boot-images": tc.bootImages}, ws, t.TempDir())
+			params := map[string]string{"pool": "worker", "repository": "registry.local/os-worker",
+				"source": "dir:/m", "update-boot-images": tc.bootImages}
+			if tc.reproduce != "" {
+				params["reproduce"] = tc.reproduce
+			}
+			res, err := e.Run(ctx, p, params, ws, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}

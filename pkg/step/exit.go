@@ -14,13 +14,14 @@ import (
 // codes are fixed: a new one is added at the end of ExitCodes, never
 // renumbered.
 const (
-	ExitOK            = 0
-	ExitFailure       = 1
-	ExitUsage         = 2
-	ExitRefused       = 3
-	ExitRolledBack    = 4
-	ExitInputRejected = 5
-	ExitDrift         = 6
+	ExitOK              = 0
+	ExitFailure         = 1
+	ExitUsage           = 2
+	ExitRefused         = 3
+	ExitRolledBack      = 4
+	ExitInputRejected   = 5
+	ExitDrift           = 6
+	ExitNotReproducible = 7
 )
 
 // ExitCode is one row of the exit-code table.
@@ -39,10 +40,11 @@ var ExitCodes = []ExitCode{
 	{ExitOK, "ok", "success"},
 	{ExitFailure, "failure", "the command failed (registry, cluster, build or I/O error)"},
 	{ExitUsage, "usage", "bad command line: unknown or malformed flag, missing required flag, extra argument"},
-	{ExitRefused, "verification refused", "the image failed the signature policy (verify, or rollout before any write)"},
+	{ExitRefused, "verification refused", "the image failed the signature policy (verify, or rollout before any write), or carries no kiln attestation to rebuild from (reproduce)"},
 	{ExitRolledBack, "rolled back", "rollout failed and the pool was rolled back to its previous image"},
 	{ExitInputRejected, "input rejected", "an input object failed validation (strict decoding, unknown field, bad label or spec)"},
 	{ExitDrift, "drift detected", "MCO rendered a config other than the one kiln predicted and baked; rollout stopped before any node moved and took its MachineConfig back (rollout's drift gate)"},
+	{ExitNotReproducible, "not reproducible", "a rebuild from the image's attested inputs gave another digest; the differing layers and files are printed (reproduce)"},
 }
 
 // ExitCoder is an error that decides its command's exit code.
@@ -123,6 +125,10 @@ func InputRejected(err error) error { return coded(ExitInputRejected, err) }
 // config other than the predicted one
 // (ExitDrift).
 func Drift(err error) error { return coded(ExitDrift, err) }
+
+// NotReproducible marks err as an image whose rebuild from its attested
+// inputs gave another digest (ExitNotReproducible).
+func NotReproducible(err error) error { return coded(ExitNotReproducible, err) }
 
 // UsageErrorf returns a UsageError.
 func UsageErrorf(format string, args ...any) error {

@@ -26,6 +26,7 @@ func TestCodeOf(t *testing.T) {
 		{RolledBack(base), ExitRolledBack},
 		{fmt.Errorf("rendering: %w", InputRejected(base)), ExitInputRejected},
 		{Drift(base), ExitDrift},
+		{fmt.Errorf("reproducing: %w", NotReproducible(base)), ExitNotReproducible},
 	}
 	for _, c := range cases {
 		if got := CodeOf(c.err); got != c.want {
@@ -40,7 +41,7 @@ func TestCodeOf(t *testing.T) {
 // The table has one row per code constant, each code once, in order; the
 // Markdown and text forms show every row.
 func TestExitCodeTable(t *testing.T) {
-	want := []int{ExitOK, ExitFailure, ExitUsage, ExitRefused, ExitRolledBack, ExitInputRejected, ExitDrift}
+	want := []int{ExitOK, ExitFailure, ExitUsage, ExitRefused, ExitRolledBack, ExitInputRejected, ExitDrift, ExitNotReproducible}
 	if len(ExitCodes) != len(want) {
 		t.Fatalf("%d rows, want %d", len(ExitCodes), len(want))
 	}

@@ -33,7 +33,8 @@ var wavePools = []string{"worker", "master", "infra"}
 // MachineSets. Then one MachineConfig edit makes exactly one run, and a
 // payload change makes a run for every pool, in wave order. Tekton Chains
 // signs and attests every image. Last, a Git push through Tekton Triggers
-// makes one GitOps run (testGitOpsPush). Then, on the same cluster, each
+// makes one GitOps run (testGitOpsPush), and kiln-reproduce rebuilds infra's
+// image from its attestation (testReproduce). Then, on the same cluster, each
 // catalog resource's tests/ folder runs as tektoncd/catalog's CI runs it
 // (testCatalog).
 func TestRealTekton(t *testing.T) {
@@ -73,6 +74,11 @@ func TestRealTekton(t *testing.T) {
 	// 5. The drift gate: MCO (mcosim with a render quirk) renders one pool
 	// differently from kiln's prediction; no node moves (drift_test.go).
 	t.Run("drift gate stops the master rollout before any node moves", func(t *testing.T) { c.testDriftGate(ctx, t) })
+
+	// 6. An independent rebuild of infra's image (the buildah path on a
+	// signed kmod base) from its attestation gives the same digests
+	// (reproduce_test.go).
+	t.Run("reproduce rebuilds infra's image from its attestation", func(t *testing.T) { c.testReproduce(ctx, t, upgrade["infra"]) })
 	c.printRuns(ctx)
 
 	// 5. The catalog's tests/ folders, one subtest per resource.

@@ -42,7 +42,7 @@ var rbacKinds = []string{"Namespace", "CustomResourceDefinition", "ServiceAccoun
 
 // noAPITasks run without any API access: their ServiceAccounts must get no
 // grant at all.
-var noAPITasks = []string{"kiln-image-build", "kiln-image-sign", "kiln-verify", "kiln-report"}
+var noAPITasks = []string{"kiln-image-build", "kiln-image-sign", "kiln-verify", "kiln-reproduce", "kiln-report"}
 
 const installNS = "kiln"
 

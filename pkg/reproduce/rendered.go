@@ -1,0 +1,144 @@
+package reproduce
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kiln-dev/kiln/pkg/ignres"
+	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+// maxRenderedBytes bounds a rendered config read from an image or a
+// file: MCO's cap, with room for `oc get -o json`'s indentation and
+// metadata.
+const maxRenderedBytes = 4 * ignres.MaxRenderedConfig
+
+// renderedConfig is the rendered MachineConfig a node image was built
+// from, taken from file when it is set (e.g. `oc get mc rendered-… -o
+// json`), else from the image's own osimage.CurrentConfigPath, with the
+// sha256 of its normalised form: the hash kiln attests. The caller uses
+// it only when that hash is the attested one: then it is a verified
+// input, wherever it came from.
+func renderedConfig(img v1.Image, file string) (mc *mcfgv1.MachineConfig, hash string, err error) {
+	var raw []byte
+	from := file
+	if file != "" {
+		if raw, err = os.ReadFile(file); err != nil {
+			return nil, "", fmt.Errorf("reading --rendered-config: %w", err)
+		}
+	} else {
+		from = "the image's " + osimage.CurrentConfigPath
+		if raw, err = readFile(img, osimage.CurrentConfigPath, maxRenderedBytes); err != nil {
+			return nil, "", fmt.Errorf("reading the rendered config from %s: %w (pass it with --rendered-config)", from, err)
+		}
+	}
+	if len(raw) > maxRenderedBytes {
+		return nil, "", step.InputRejected(fmt.Errorf("rendered config %s: over %d bytes", from, maxRenderedBytes))
+	}
+	if mc, err = decodeMachineConfig(from, raw); err != nil {
+		return nil, "", err
+	}
+	plan, err := osimage.PlanLayer(mc)
+	if err != nil {
+		return nil, "", fmt.Errorf("rendered config %s: %w", from, err)
+	}
+	return mc, osimage.RenderedHash(plan), nil
+}
+
+// decodeMachineConfig decodes exactly one MachineConfig, strictly, with
+// the reader every manifest goes through.
+func decodeMachineConfig(from string, raw []byte) (*mcfgv1.MachineConfig, error) {
+	var mc *mcfgv1.MachineConfig
+	err := manifests.Decode(from, bytes.NewReader(raw), func(o runtime.Object) error {
+		m, ok := o.(*mcfgv1.MachineConfig)
+		if !ok {
+			return step.InputRejected(fmt.Errorf("%s is a %s, want a MachineConfig", manifests.ObjectName(o), o.GetObjectKind().GroupVersionKind().Kind))
+		}
+		if mc != nil {
+			return step.InputRejected(fmt.Errorf("more than one MachineConfig"))
+		}
+		mc = m
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decoding rendered config: %w", err)
+	}
+	if mc == nil {
+		return nil, step.InputRejected(fmt.Errorf("decoding rendered config %s: no MachineConfig", from))
+	}
+	return mc, nil
+}
+
+// errNotFound says a file is not in an image.
+var errNotFound = errors.New("not in the image")
+
+// readFile returns the content of file (an absolute path) in img as a
+// container runtime would extract it: the topmost layer that has it
+// wins, a whiteout of it or of a parent (or an opaque parent) above
+// hides it. Layers are read from the top, so kiln's config layer is read
+// first and the base is reached only when no layer above has the file.
+func readFile(img v1.Image, file string, limit int64) ([]byte, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("reading layers: %w", err)
+	}
+	want := strings.TrimPrefix(path.Clean(file), "/")
+	for i := len(layers) - 1; i >= 0; i-- {
+		b, found, hidden, err := findInLayer(layers[i], want, limit)
+		if err != nil {
+			return nil, fmt.Errorf("reading layer %d: %w", i, err)
+		}
+		if found {
+			return b, nil
+		}
+		if hidden {
+			break
+		}
+	}
+	return nil, fmt.Errorf("%s: %w", file, errNotFound)
+}
+
+// findInLayer looks for want (relative, cleaned) in one layer.
+func findInLayer(l v1.Layer, want string, limit int64) (b []byte, found, hidden bool, err error) {
+	rc, err := l.Uncompressed()
+	if err != nil {
+		return nil, false, false, err
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil, false, hidden, nil
+		}
+		if err != nil {
+			return nil, false, false, err
+		}
+		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
+		dir, base := path.Split(name)
+		dir = strings.TrimSuffix(dir, "/")
+		switch {
+		case name == want && h.Typeflag == tar.TypeReg:
+			b, err := io.ReadAll(io.LimitReader(tr, limit+1))
+			return b, err == nil, false, err
+		case name == want:
+			return nil, false, true, nil
+		case base == ".wh..wh..opq" && strings.HasPrefix(want, dir+"/"):
+			hidden = true
+		case strings.HasPrefix(base, ".wh.") && (want == path.Join(dir, base[4:]) || strings.HasPrefix(want, path.Join(dir, base[4:])+"/")):
+			hidden = true
+		}
+	}
+}
