@@ -45,13 +45,13 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 			"reproduce": StateSkipped, "rollout": StateSucceeded, "bootimages": StateSucceeded, "report": StateSucceeded},
 		calls: []string{"render --pool=worker --source=dir:/m", "image-build --pool=worker", "--base=quay.io/base@sha256:00 --repository=registry.local/os-worker",
 			"image-sign", "--image=" + image, "verify", "rollout", "bootimages", "report --pool=worker",
-			"--aggregate=Completed render=Succeeded kmod-build=None kmod-sign=None image-build=Succeeded image-sign=Succeeded verify=Succeeded rollout=Succeeded bootimages=Succeeded"},
+			"--aggregate=Completed render=Succeeded kmod-build=None kmod-sign=None image-build=Succeeded image-sign=Succeeded verify=Succeeded reproduce=None rollout=Succeeded bootimages=Succeeded"},
 	}, {
 		name: "verify fails", fail: "verify", bootImages: "true", status: "Failed",
 		tasks: map[string]string{"render": StateSucceeded, "kmod-build": StateSkipped, "kmod-sign": StateSkipped,
 			"image-build": StateSucceeded, "image-sign": StateSucceeded, "verify": StateFailed,
 			"rollout": StateSkipped, "bootimages": StateSkipped, "report": StateSucceeded},
-		calls: []string{"verify", "verify", "verify", "report", "--aggregate=Failed", "verify=Failed rollout=None bootimages=None"},
+		calls: []string{"verify", "verify", "verify", "report", "--aggregate=Failed", "verify=Failed reproduce=None rollout=None bootimages=None"},
 	}, {
 		name: "no boot images", bootImages: "false", status: "Completed",
 		tasks: map[string]string{"render": StateSucceeded, "kmod-build": StateSkipped, "kmod-sign": StateSkipped,

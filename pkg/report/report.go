@@ -29,7 +29,7 @@ import (
 // Stages in pipeline order, as the summary lists them.
 var Stages = []string{
 	step.StageRender, step.StageKmodBuild, step.StageKmodSign, step.StageImageBuild,
-	step.StageImageSign, step.StageVerify, step.StageRollout, step.StageBootImages,
+	step.StageImageSign, step.StageVerify, stageReproduce, step.StageRollout, step.StageBootImages,
 }
 
 // Row is one stage in the summary.
@@ -64,7 +64,14 @@ func Collect(ws step.Workspace, status map[string]string) ([]Row, error) {
 	return rows, errors.Join(errs...)
 }
 
+// stageReproduce is the optional reproduce stage; it works outside the
+// work workspace (a fresh folder of its own), so its row has the status
+// and, when it failed, nothing more: its log and DIFF result say what
+// differed.
+const stageReproduce = "reproduce"
+
 var details = map[string]func(step.Workspace) (string, error){
+	stageReproduce: func(step.Workspace) (string, error) { return "", nil },
 	step.StageRender: func(ws step.Workspace) (string, error) {
 		var mc mcfgv1.MachineConfig
 		if ok, err := readJSON(ws.RenderedPath(), &mc); !ok || err != nil {
