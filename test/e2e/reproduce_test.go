@@ -59,6 +59,7 @@ func (c *cluster) testReproduce(ctx context.Context, t *testing.T, run *pipeline
 	for _, res := range done.Status.Results {
 		got[res.Name] = res.Value.StringVal
 	}
+	t.Logf("kiln-reproduce on %s: REPRODUCED=%s DIFF=%q", image, got["REPRODUCED"], got["DIFF"])
 	if got["REPRODUCED"] != "true" || got["DIFF"] != "identical" {
 		t.Errorf("kiln-reproduce on %s: REPRODUCED %q, DIFF %q; want true, identical\n%s", image, got["REPRODUCED"], got["DIFF"],
 			c.node.PodLogs(ctx, done.Namespace, done.Status.PodName))
