@@ -44,14 +44,27 @@ func (h *harness) settled(pools []string) {
 	for _, p := range pools {
 		want[p] = h.expected(p)
 	}
+	// On a timeout, say what each pool had: which runs, in which state.
+	var last []string
+	defer func() {
+		if h.t.Failed() {
+			h.t.Logf("when the wait ended: %v", last)
+		}
+	}()
 	eventually(h.t, 90*time.Second, "one live run per pool with its final fingerprint", func() bool {
+		last = last[:0]
+		ok := true
 		for _, p := range pools {
 			live := h.live(p)
+			for _, r := range live {
+				last = append(last, fmt.Sprintf("%s: %s fp=%s status=%q state=%d", p, r.Name, r.Labels[LabelFingerprint], r.Spec.Status, stateOf(r)))
+			}
 			if len(live) != 1 || live[0].Labels[LabelFingerprint] != want[p] {
-				return false
+				last = append(last, fmt.Sprintf("%s: want one live run with fp=%s, have %d", p, want[p], len(live)))
+				ok = false
 			}
 		}
-		return true
+		return ok
 	})
 	consistently(h.t, 2*time.Second, "runs changed after the pools settled", func() bool {
 		for _, p := range pools {
