@@ -117,13 +117,26 @@ func releaseImage(ctx context.Context, r registry.Remote, ref string) (v1.Image,
 // buildah writes when a RUN replaces a folder) and so would return a file
 // the flattened image does not have (TestExtractIgnoresOpaqueFolders).
 func ReadImageFile(img v1.Image, p string) ([]byte, error) {
+	data, err := ReadImageFileLimit(img, p, maxImageReferences)
+	if errors.Is(err, ErrNotInImage) && path.Clean(strings.TrimPrefix(p, "/")) == ImageReferencesPath {
+		return nil, ErrNoImageReferences
+	}
+	return data, err
+}
+
+// ErrNotInImage is wrapped when the flattened image has no such file.
+var ErrNotInImage = errors.New("not in the image")
+
+// ReadImageFileLimit is ReadImageFile for a file of at most limit bytes:
+// a larger one is an error, and nothing of it is read into memory.
+func ReadImageFileLimit(img v1.Image, p string, limit int64) ([]byte, error) {
 	p = path.Clean(strings.TrimPrefix(p, "/"))
 	layers, err := img.Layers()
 	if err != nil {
 		return nil, fmt.Errorf("listing layers: %w", err)
 	}
 	for i := len(layers) - 1; i >= 0; i-- {
-		data, found, deleted, err := fileInLayer(layers[i], p)
+		data, found, deleted, err := fileInLayer(layers[i], p, limit)
 		if err != nil {
 			return nil, fmt.Errorf("reading layer %d: %w", i, err)
 		}
@@ -134,16 +147,13 @@ func ReadImageFile(img v1.Image, p string) ([]byte, error) {
 			break
 		}
 	}
-	if p == ImageReferencesPath {
-		return nil, ErrNoImageReferences
-	}
-	return nil, fmt.Errorf("no %s in the image", p)
+	return nil, fmt.Errorf("/%s: %w", p, ErrNotInImage)
 }
 
 // fileInLayer looks for p in one layer's tar. A layer may hold both an
 // opaque marker of a parent and p itself (the folder was replaced): then p
 // is found.
-func fileInLayer(l v1.Layer, p string) (data []byte, found, deleted bool, err error) {
+func fileInLayer(l v1.Layer, p string, limit int64) (data []byte, found, deleted bool, err error) {
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return nil, false, false, err
@@ -163,8 +173,8 @@ func fileInLayer(l v1.Layer, p string) (data []byte, found, deleted bool, err er
 			if h.Typeflag != tar.TypeReg {
 				return nil, false, false, fmt.Errorf("%s is not a regular file (tar type %q)", p, h.Typeflag)
 			}
-			if h.Size > maxImageReferences {
-				return nil, false, false, fmt.Errorf("%s is %d bytes, more than the %d kiln reads", p, h.Size, maxImageReferences)
+			if h.Size > limit {
+				return nil, false, false, fmt.Errorf("%s is %d bytes, more than the %d kiln reads", p, h.Size, limit)
 			}
 			b, err := io.ReadAll(tr)
 			return b, err == nil, false, err

@@ -1,14 +1,9 @@
 package reproduce
 
 import (
-	"archive/tar"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path"
-	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -17,6 +12,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/ignres"
 	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -40,7 +36,9 @@ func renderedConfig(img v1.Image, file string) (mc *mcfgv1.MachineConfig, hash s
 		}
 	} else {
 		from = "the image's " + osimage.CurrentConfigPath
-		if raw, err = readFile(img, osimage.CurrentConfigPath, maxRenderedBytes); err != nil {
+		// The search honours whiteouts and opaque folders, as a container
+		// runtime extracts the image.
+		if raw, err = payload.ReadImageFileLimit(img, osimage.CurrentConfigPath, maxRenderedBytes); err != nil {
 			return nil, "", fmt.Errorf("reading the rendered config from %s: %w (pass it with --rendered-config)", from, err)
 		}
 	}
@@ -79,66 +77,4 @@ func decodeMachineConfig(from string, raw []byte) (*mcfgv1.MachineConfig, error)
 		return nil, step.InputRejected(fmt.Errorf("decoding rendered config %s: no MachineConfig", from))
 	}
 	return mc, nil
-}
-
-// errNotFound says a file is not in an image.
-var errNotFound = errors.New("not in the image")
-
-// readFile returns the content of file (an absolute path) in img as a
-// container runtime would extract it: the topmost layer that has it
-// wins, a whiteout of it or of a parent (or an opaque parent) above
-// hides it. Layers are read from the top, so kiln's config layer is read
-// first and the base is reached only when no layer above has the file.
-func readFile(img v1.Image, file string, limit int64) ([]byte, error) {
-	layers, err := img.Layers()
-	if err != nil {
-		return nil, fmt.Errorf("reading layers: %w", err)
-	}
-	want := strings.TrimPrefix(path.Clean(file), "/")
-	for i := len(layers) - 1; i >= 0; i-- {
-		b, found, hidden, err := findInLayer(layers[i], want, limit)
-		if err != nil {
-			return nil, fmt.Errorf("reading layer %d: %w", i, err)
-		}
-		if found {
-			return b, nil
-		}
-		if hidden {
-			break
-		}
-	}
-	return nil, fmt.Errorf("%s: %w", file, errNotFound)
-}
-
-// findInLayer looks for want (relative, cleaned) in one layer.
-func findInLayer(l v1.Layer, want string, limit int64) (b []byte, found, hidden bool, err error) {
-	rc, err := l.Uncompressed()
-	if err != nil {
-		return nil, false, false, err
-	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil, false, hidden, nil
-		}
-		if err != nil {
-			return nil, false, false, err
-		}
-		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
-		dir, base := path.Split(name)
-		dir = strings.TrimSuffix(dir, "/")
-		switch {
-		case name == want && h.Typeflag == tar.TypeReg:
-			b, err := io.ReadAll(io.LimitReader(tr, limit+1))
-			return b, err == nil, false, err
-		case name == want:
-			return nil, false, true, nil
-		case base == ".wh..wh..opq" && strings.HasPrefix(want, dir+"/"):
-			hidden = true
-		case strings.HasPrefix(base, ".wh.") && (want == path.Join(dir, base[4:]) || strings.HasPrefix(want, path.Join(dir, base[4:])+"/")):
-			hidden = true
-		}
-	}
 }

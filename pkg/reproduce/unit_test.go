@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -165,7 +166,7 @@ func TestRenderedConfigFromImageOrFile(t *testing.T) {
 
 	whitedOut := image{layers: [][]entry{{file(current, string(plan.CurrentConfig))},
 		{file("etc/machine-config-daemon/.wh.currentconfig", "")}}}
-	if _, _, err := renderedConfig(whitedOut.build(t), ""); !errors.Is(err, errNotFound) || !strings.Contains(err.Error(), "--rendered-config") {
+	if _, _, err := renderedConfig(whitedOut.build(t), ""); !errors.Is(err, payload.ErrNotInImage) || !strings.Contains(err.Error(), "--rendered-config") {
 		t.Errorf("a whited-out config: %v, want not found with a hint", err)
 	}
 
