@@ -16,19 +16,23 @@ func newReportCommand(env lookupEnv) *cobra.Command {
 		long: `The finally task of a kiln run: reads what every stage left in the work workspace and the status
 Tekton gives each task (--status, or stage=status arguments: the Task passes its statuses array as
 $(params.statuses[*])), and prints one summary as plain text within 100 columns: a first line with
-the pool, the outcome (the first failed stage), the image and the nodes updated, then one row per
+the pool, the trigger and what changed (--trigger, --changes), the outcome (the first failed
+stage), the image and the nodes updated, then one row per
 stage (Skipped for a skipped one; a failed one leads with the cause its step recorded in
 <stage>.error). It does not fail for a failed stage; that stage's task already did.
 
 Reads:   work/render/, work/kmod/, work/image/, work/rollout/, work/bootimages/, <stage>.error files
 Writes:  work/report/summary.txt (also printed), work/report/summary.md (the same as Markdown)
 Results: FAILED_STAGE, FAILURE`,
-		example: `  kiln-steps report --pool worker --work /tmp/work --aggregate Failed render=Succeeded image-build=Failed`,
-		runner:  o,
+		example: `  kiln-steps report --pool worker --work /tmp/work --aggregate Failed \
+    --trigger machineconfig --changes 'MachineConfig edited 99-worker-ssh' render=Succeeded image-build=Failed`,
+		runner: o,
 		bind: func(fs *pflag.FlagSet) {
 			bindOptions(fs, env, &o.Options, true)
 			fs.StringArrayVar(&o.Statuses, "status", o.Statuses, "stage=status from $(tasks.<name>.status) (repeatable; also accepted as arguments)")
 			fs.StringVar(&o.Aggregate, "aggregate", o.Aggregate, "the run's $(tasks.status)")
+			fs.StringVar(&o.Trigger, "trigger", o.Trigger, "why the run was made (machineconfig, payload, moduleday0, manual, gitops)")
+			fs.StringVar(&o.Changes, "changes", o.Changes, "what changed since the pool's previous run, in one line")
 		},
 		args: func(args []string) { o.Statuses = append(o.Statuses, args...) },
 	})

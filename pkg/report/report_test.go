@@ -54,6 +54,7 @@ func TestReportStep(t *testing.T) {
 	var out bytes.Buffer
 	o := DefaultOptions()
 	o.Pool, o.Work, o.ResultsDir, o.Aggregate = "worker", work, t.TempDir(), "Failed"
+	o.Trigger, o.Changes = "machineconfig", "MachineConfigs edited 50-worker-chrony, 99-worker-ssh; MachineConfig added 60-worker-kargs"
 	// --status render=Succeeded, then the Task's statuses array as arguments.
 	o.Statuses = []string{"render=Succeeded", "kmod-build=None", "rollout=Failed"}
 	if err := o.Validate(); err != nil {
@@ -82,7 +83,7 @@ func TestReportStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"## kiln: pool worker; Failed at rollout; image r/os@sha256:2; 1 node updated",
+		"## kiln: pool worker; trigger machineconfig: MachineConfigs edited 50-worker-chrony, 99-worker-ssh; MachineConfig added 60-worker-kargs; Failed at rollout; image r/os@sha256:2; 1 node updated",
 		"| render | Succeeded | rendered-worker-abc from 2 MachineConfigs; osImageURL quay.io/x/os@sha256:1 |",
 		"| kmod-build | Skipped |  |",
 		"| rollout | Failed | error: rolling out r/os@sha256:2 to pool worker: node w1 degraded:",

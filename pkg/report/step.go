@@ -18,6 +18,9 @@ type Options struct {
 	Statuses []string
 	// Aggregate is $(tasks.status): Succeeded, Failed, Completed or None.
 	Aggregate string
+	// Trigger and Changes say why the run was made and what changed (the
+	// pipeline's params of those names).
+	Trigger, Changes string
 }
 
 // DefaultOptions returns report's options with their defaults.
@@ -57,7 +60,8 @@ func (o *Options) Run(_ context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	lead := Lead(o.Pool, o.Aggregate, rows, imageOf(ws), nodesOf(ws))
+	lead := Lead(Run{Pool: o.Pool, Trigger: o.Trigger, Changes: o.Changes, Outcome: o.Aggregate,
+		Image: imageOf(ws), Nodes: nodesOf(ws)}, rows)
 	var md, text bytes.Buffer
 	Markdown(&md, lead, rows)
 	MarkdownConditions(&md, conds)

@@ -28,15 +28,37 @@ func displayStatus(s string) string {
 	return s
 }
 
-// Lead is the report's first line: the pool, the outcome and, when the run
-// got that far, the image and the nodes.
-func Lead(pool, outcome string, rows []Row, image, nodes string) string {
-	parts := []string{"kiln: pool " + pool, leadOutcome(outcome, rows)}
-	if image != "" {
-		parts = append(parts, "image "+image)
+// Run is what the report's first line says about the run.
+type Run struct {
+	Pool string
+	// Trigger and Changes are the run's trigger and changes params: why it
+	// was made and what changed since the pool's previous run.
+	Trigger, Changes string
+	// Outcome is $(tasks.status).
+	Outcome string
+	// Image and Nodes are set when the run got that far.
+	Image, Nodes string
+}
+
+// Lead is the report's first line: the pool, the trigger and what changed,
+// the outcome and, when the run got that far, the image and the nodes.
+// Text wraps it.
+func Lead(r Run, rows []Row) string {
+	parts := []string{"kiln: pool " + r.Pool}
+	switch {
+	case r.Trigger != "" && r.Changes != "":
+		parts = append(parts, "trigger "+r.Trigger+": "+r.Changes)
+	case r.Trigger != "":
+		parts = append(parts, "trigger "+r.Trigger)
+	case r.Changes != "":
+		parts = append(parts, r.Changes)
 	}
-	if nodes != "" {
-		parts = append(parts, nodes)
+	parts = append(parts, leadOutcome(r.Outcome, rows))
+	if r.Image != "" {
+		parts = append(parts, "image "+r.Image)
+	}
+	if r.Nodes != "" {
+		parts = append(parts, r.Nodes)
 	}
 	return strings.Join(parts, "; ")
 }
@@ -58,7 +80,12 @@ func leadOutcome(outcome string, rows []Row) string {
 // Text writes the summary as plain aligned text within Width columns for
 // log panes: a failed stage's cause, wrapped, in its row.
 func Text(w io.Writer, lead string, rows []Row, conds []Condition) {
-	fmt.Fprintln(w, lead)
+	for i, l := range wrap(lead, Width-2) {
+		if i > 0 {
+			l = "  " + l
+		}
+		fmt.Fprintln(w, l)
+	}
 	fmt.Fprintln(w)
 	stageW, statusW := len("STAGE"), len("STATUS")
 	for _, r := range rows {

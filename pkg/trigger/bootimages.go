@@ -26,7 +26,7 @@ func (c *Controller) reconcileBootImages(ctx context.Context, _ reconcile.Reques
 		return reconcile.Result{}, err
 	}
 	var list pipelinev1.PipelineRunList
-	if err := c.APIReader.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
+	if err := c.APIReader.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{LabelRunsManagedBy: ManagedBy}); err != nil {
 		return reconcile.Result{}, fmt.Errorf("listing PipelineRuns: %w", err)
 	}
 	for i := range list.Items {
@@ -95,13 +95,14 @@ func (c *Controller) nodeImageRunComing(ctx context.Context, cfg Config) (bool, 
 		if err != nil {
 			return false, err
 		}
-		var pr pipelinev1.PipelineRun
-		err = c.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: RunName(p.Name, w.fp.Sum)}, &pr)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
+		var runs pipelinev1.PipelineRunList
+		err = c.APIReader.List(ctx, &runs, client.InNamespace(c.Namespace), client.Limit(1), client.MatchingLabels{
+			LabelRunsManagedBy: ManagedBy, LabelPool: p.Name, LabelFingerprint: w.fp.Sum, LabelPipeline: pipelineNodeImage})
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("listing PipelineRuns of pool %q: %w", p.Name, err)
+		}
+		if len(runs.Items) == 0 {
+			return true, nil
 		}
 	}
 	return false, nil

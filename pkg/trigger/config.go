@@ -68,7 +68,9 @@ type Config struct {
 }
 
 // reserved params are the trigger's own; kiln-config may not set them.
-var reserved = map[string]bool{"pool": true, "repository": true, "update-boot-images": true, "kmod-rebuild": true}
+var reserved = map[string]bool{
+	"pool": true, "repository": true, "update-boot-images": true, "kmod-rebuild": true, "trigger": true, "changes": true,
+}
 
 // ParseConfig reads kiln-config. Every error names the ConfigMap and key.
 func ParseConfig(cm *corev1.ConfigMap) (Config, error) {

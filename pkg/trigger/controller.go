@@ -196,7 +196,7 @@ func (c *Controller) poolsSelecting(ctx context.Context, o client.Object) []reco
 // poolsAfterRun: a run's progress matters to its own pool (queue, revert)
 // and to pools of later waves.
 func (c *Controller) poolsAfterRun(ctx context.Context, o client.Object) []reconcile.Request {
-	if o.GetLabels()[LabelManagedBy] != ManagedBy {
+	if o.GetLabels()[LabelRunsManagedBy] != ManagedBy {
 		return nil
 	}
 	var out []reconcile.Request

@@ -22,7 +22,8 @@ const (
 // tells apart; age orders runs (higher is older).
 func run(fp, state string, age int) *pipelinev1.PipelineRun {
 	pr := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{
-		Name:              RunName("w", fp),
+		Name:              RunName("w", TriggerMachineConfig, fp),
+		Labels:            map[string]string{LabelFingerprint: fp},
 		CreationTimestamp: metav1.NewTime(time.Unix(1_000_000-int64(age), 0)),
 	}}
 	done := func(s corev1.ConditionStatus) {
@@ -68,21 +69,21 @@ func TestDecide(t *testing.T) {
 		{"same fingerprint failed: nothing (a rebuild is asked with kiln.dev/rebuild)", []*pipelinev1.PipelineRun{run(fpA, "failed", 1)}, want{}},
 		{"new fingerprint, old done", []*pipelinev1.PipelineRun{run(fpB, "succeeded", 1)}, want{create: true}},
 		{"new fingerprint cancels a run before rollout", []*pipelinev1.PipelineRun{run(fpB, "active", 1)},
-			want{create: true, cancel: []string{RunName("w", fpB) + ":CancelledRunFinally"}}},
+			want{create: true, cancel: []string{RunName("w", TriggerMachineConfig, fpB) + ":CancelledRunFinally"}}},
 		{"new fingerprint waits behind a rollout", []*pipelinev1.PipelineRun{run(fpB, "rollout", 1)},
 			want{create: true, pending: true}},
 		{"a newer fingerprint replaces the queued one", []*pipelinev1.PipelineRun{run(fpC, "pending", 1), run(fpB, "rollout", 2)},
-			want{create: true, pending: true, cancel: []string{RunName("w", fpC) + ":Cancelled"}}},
+			want{create: true, pending: true, cancel: []string{RunName("w", TriggerMachineConfig, fpC) + ":Cancelled"}}},
 		{"queued run starts when the rollout ended", []*pipelinev1.PipelineRun{run(fpA, "pending", 1), run(fpB, "succeeded-rolled", 2)},
-			want{start: RunName("w", fpA)}},
+			want{start: RunName("w", TriggerMachineConfig, fpA)}},
 		{"queued run keeps waiting", []*pipelinev1.PipelineRun{run(fpA, "pending", 1), run(fpB, "rollout", 2)}, want{}},
 		{"a cancelling run does not block", []*pipelinev1.PipelineRun{run(fpB, "cancelling", 1)}, want{create: true}},
 		{"undo after the edit rolled out runs the old fingerprint again",
 			[]*pipelinev1.PipelineRun{run(fpB, "succeeded-rolled", 1), run(fpA, "succeeded-rolled", 2)},
-			want{create: true, recreate: RunName("w", fpA)}},
+			want{create: true, recreate: RunName("w", TriggerMachineConfig, fpA)}},
 		{"undo of an edit whose run the trigger cancelled runs it again",
 			[]*pipelinev1.PipelineRun{run(fpB, "active", 1), run(fpA, "superseded", 2)},
-			want{create: true, recreate: RunName("w", fpA), cancel: []string{RunName("w", fpB) + ":CancelledRunFinally"}}},
+			want{create: true, recreate: RunName("w", TriggerMachineConfig, fpA), cancel: []string{RunName("w", TriggerMachineConfig, fpB) + ":CancelledRunFinally"}}},
 		{"a run a user cancelled is not retried",
 			[]*pipelinev1.PipelineRun{run(fpA, "cancelling", 1)}, want{}},
 		{"undo of an edit that never rolled out is nothing",
@@ -90,7 +91,7 @@ func TestDecide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			newestFirst(tc.runs)
-			p := decide(tc.runs, "w", fpA)
+			p := decide(tc.runs, fpA)
 			got := want{create: p.create, pending: p.pending}
 			if p.start != nil {
 				got.start = p.start.Name

@@ -74,6 +74,9 @@ type Inputs struct {
 type Fingerprint struct {
 	Sum   string
 	Parts map[Part]string
+	// Inputs name what the parts hash (each MachineConfig's spec hash, the
+	// images, the ModuleDay0), so that Describe can say what changed.
+	Inputs map[string]string
 }
 
 // Changed returns the trigger reason of going from prev (the parts a
@@ -132,16 +135,21 @@ func (h *SpecHasher) Compute(in Inputs) (Fingerprint, error) {
 	mcs := append([]*mcfgv1.MachineConfig(nil), in.MachineConfigs...)
 	sort.Slice(mcs, func(i, j int) bool { return mcs[i].Name < mcs[j].Name })
 	var b strings.Builder
+	formats := in.Formats
+	if formats == nil {
+		formats = trust.Formats()
+	}
+	inputs := map[string]string{
+		inputBase: in.BaseImage, inputExtensions: in.ExtensionsImage, inputPipeline: in.PipelineVersion,
+		inputFormats: digest([]byte(strings.Join(formats, "\n")))[:12], inputRebuild: in.Rebuild,
+	}
 	for _, mc := range mcs {
 		s, err := h.sum(mc)
 		if err != nil {
 			return Fingerprint{}, err
 		}
 		fmt.Fprintf(&b, "%s=%s\n", mc.Name, s)
-	}
-	formats := in.Formats
-	if formats == nil {
-		formats = trust.Formats()
+		inputs[inputMC+mc.Name] = s[:12]
 	}
 	parts := map[Part]string{
 		PartMachineConfigs: digest([]byte(b.String())),
@@ -156,12 +164,13 @@ func (h *SpecHasher) Compute(in Inputs) (Fingerprint, error) {
 			return Fingerprint{}, fmt.Errorf("hashing ModuleDay0 %q spec: %w", in.ModuleDay0.Name, err)
 		}
 		parts[PartModuleDay0] = digest(append([]byte(in.ModuleDay0.Namespace+"/"+in.ModuleDay0.Name+"\n"), spec...))
+		inputs[inputModuleDay0] = in.ModuleDay0.Namespace + "/" + in.ModuleDay0.Name + "@" + parts[PartModuleDay0][:12]
 	}
 	var all strings.Builder
 	for _, p := range partOrder {
 		fmt.Fprintf(&all, "%s=%s\n", p, parts[p])
 	}
-	return Fingerprint{Sum: digest([]byte(all.String())), Parts: parts}, nil
+	return Fingerprint{Sum: digest([]byte(all.String())), Parts: parts, Inputs: inputs}, nil
 }
 
 // digest is the first 128 bits of sha256, in hex.

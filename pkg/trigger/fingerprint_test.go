@@ -39,7 +39,7 @@ func TestFingerprintParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(f0.Sum) != 32 || len(RunName("worker", f0.Sum)) != len("kiln-worker-")+10 {
+	if len(f0.Sum) != 32 || len(RunName("worker", "payload", f0.Sum)) != len("kiln-worker-payload-")+10 {
 		t.Fatalf("fingerprint %q: want 32 hex digits", f0.Sum)
 	}
 	reordered := base

@@ -168,7 +168,7 @@ func (h *harness) update(obj client.Object, name, namespace string, mutate func(
 // runs lists the trigger's runs of pool ("" for all of kiln's runs).
 func (h *harness) runs(pool string) []*pipelinev1.PipelineRun {
 	h.t.Helper()
-	sel := client.MatchingLabels{LabelManagedBy: ManagedBy}
+	sel := client.MatchingLabels{LabelRunsManagedBy: ManagedBy}
 	if pool != "" {
 		sel[LabelPool] = pool
 	}

@@ -24,7 +24,9 @@ type State struct {
 type PoolState struct {
 	Fingerprint string          `json:"fingerprint"`
 	Parts       map[Part]string `json:"parts"`
-	Run         string          `json:"run"`
+	// Inputs are Fingerprint.Inputs, for the next run's Describe.
+	Inputs map[string]string `json:"inputs,omitempty"`
+	Run    string            `json:"run"`
 }
 
 const stateFile = "state.json"
@@ -62,11 +64,14 @@ func (st State) Write(dir string) error {
 type PoolPlan struct {
 	Pool        string
 	Fingerprint Fingerprint
-	// Run is the run's name, kiln-<pool>-<fp[:10]>, as in cluster mode.
+	// Run is the run's name, kiln-<pool>-<trigger>-<fp[:10]>, as in
+	// cluster mode; for an unchanged pool, its last run's.
 	Run string
-	// Changed: no successful run has this fingerprint; Trigger says why.
+	// Changed: no successful run has this fingerprint; Trigger says why
+	// and Changes what (Fingerprint.Describe).
 	Changed bool
 	Trigger string
+	Changes string
 	// Wave is the pool's kiln.dev/wave (0 without the label).
 	Wave int
 }
@@ -103,9 +108,10 @@ func PlanLocal(ctx context.Context, objs *render.Objects, st State, pipelineVers
 			return nil, err
 		}
 		prev, ok := st.Pools[pool.Name]
-		p := PoolPlan{Pool: pool.Name, Fingerprint: fp, Run: RunName(pool.Name, fp.Sum), Changed: !ok || prev.Fingerprint != fp.Sum, Wave: wave}
+		p := PoolPlan{Pool: pool.Name, Fingerprint: fp, Run: prev.Run, Changed: !ok || prev.Fingerprint != fp.Sum, Wave: wave}
 		if p.Changed {
-			p.Trigger = fp.Changed(prev.Parts)
+			p.Trigger, p.Changes = fp.Changed(prev.Parts), fp.Describe(prev.Parts, prev.Inputs)
+			p.Run = RunName(pool.Name, p.Trigger, fp.Sum)
 		}
 		plans = append(plans, p)
 	}

@@ -185,9 +185,10 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(l.w, "pool %s: inputs changed (%s), running %s\n", pl.Pool, pl.Trigger, pl.Run)
+	fmt.Fprintf(l.w, "pool %s: inputs changed (%s: %s), running %s\n", pl.Pool, pl.Trigger, pl.Changes, pl.Run)
 	params := map[string]string{
 		"pool": pl.Pool, "repository": l.host + "/kiln/node-image-" + pl.Pool, "source": "dir:" + l.src,
+		"trigger": pl.Trigger, "changes": pl.Changes,
 		"update-boot-images": strconv.FormatBool(contains(l.o.Local.BootImagePools, pl.Pool)),
 	}
 	ws := map[string]string{
@@ -215,7 +216,7 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	if err := collectGitOps(work, filepath.Join(l.out, "gitops"), pl.Pool); err != nil {
 		return err
 	}
-	l.st.Pools[pl.Pool] = PoolState{Fingerprint: pl.Fingerprint.Sum, Parts: pl.Fingerprint.Parts, Run: pl.Run}
+	l.st.Pools[pl.Pool] = PoolState{Fingerprint: pl.Fingerprint.Sum, Parts: pl.Fingerprint.Parts, Inputs: pl.Fingerprint.Inputs, Run: pl.Run}
 	if err := l.st.Write(l.out); err != nil {
 		return err
 	}

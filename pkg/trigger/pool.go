@@ -71,7 +71,7 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 	if err := c.countDrift(ctx, pool.Name, runs); err != nil {
 		return fail(ReasonRuns, err)
 	}
-	plan := decide(runs, pool.Name, w.fp.Sum)
+	plan := decide(runs, w.fp.Sum)
 	if plan.create {
 		ok, err := c.wavesAllow(ctx, pool, &w)
 		if err != nil || !ok {
@@ -85,7 +85,7 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 func (c *Controller) poolRuns(ctx context.Context, pool string) ([]*pipelinev1.PipelineRun, error) {
 	var list pipelinev1.PipelineRunList
 	err := c.APIReader.List(ctx, &list, client.InNamespace(c.Namespace),
-		client.MatchingLabels{LabelManagedBy: ManagedBy, LabelPool: pool, LabelPipeline: pipelineNodeImage})
+		client.MatchingLabels{LabelRunsManagedBy: ManagedBy, LabelPool: pool, LabelPipeline: pipelineNodeImage})
 	if err != nil {
 		return nil, fmt.Errorf("listing PipelineRuns of pool %q: %w", pool, err)
 	}
@@ -117,14 +117,15 @@ type plan struct {
 // first) and the fingerprint its inputs have now, what must happen. One
 // run per fingerprint, one active run per pool; a run that reached
 // rollout finishes, and the new run waits pending behind it.
-func decide(runs []*pipelinev1.PipelineRun, pool, sum string) plan {
-	want := RunName(pool, sum)
+func decide(runs []*pipelinev1.PipelineRun, sum string) plan {
 	p := plan{cancel: map[*pipelinev1.PipelineRun]pipelinev1.PipelineRunSpecStatus{}}
 	var desired *pipelinev1.PipelineRun
 	blocked := false
 	for _, r := range runs {
-		if r.Name == want {
-			desired = r
+		if r.Labels[LabelFingerprint] == sum {
+			if desired == nil { // the newest; older ones are history
+				desired = r
+			}
 			continue
 		}
 		if p.prev == nil {
@@ -198,13 +199,16 @@ func (c *Controller) apply(ctx context.Context, pool *mcfgv1.MachineConfigPool, 
 }
 
 func (c *Controller) create(ctx context.Context, pool *mcfgv1.MachineConfigPool, w *world, p plan) error {
-	trig := w.fp.Changed(nil)
-	if p.prev != nil {
-		trig = w.fp.Changed(decodeParts(p.prev.Annotations[AnnotParts]))
-	} else if p.recreate != nil {
-		trig = TriggerManual
+	trig, changes := w.fp.Changed(nil), w.fp.Describe(nil, nil)
+	switch {
+	case p.prev != nil:
+		parts := decodeParts(p.prev.Annotations[AnnotParts])
+		trig, changes = w.fp.Changed(parts), w.fp.Describe(parts, decodeInputs(p.prev.Annotations[AnnotInputs]))
+	case p.recreate != nil:
+		trig, changes = TriggerManual, "same inputs, run again"
 	}
-	spec := RunSpec{Namespace: c.Namespace, Pool: pool.Name, Fingerprint: w.fp, Trigger: trig, Pending: p.pending, Tasks: w.tasks}
+	spec := RunSpec{Namespace: c.Namespace, Pool: pool.Name, Fingerprint: w.fp, Trigger: trig, Changes: changes,
+		Pending: p.pending, Tasks: w.tasks}
 	if w.config.UpdatesBootImages(pool.Name) {
 		boot, err := c.bootImagesDigest(ctx)
 		if err != nil {

@@ -52,7 +52,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
+	managed := labels.SelectorFromSet(labels.Set{LabelRunsManagedBy: ManagedBy})
 	// The cache holds only what the trigger reads: the payload's, kiln's
 	// and openshift-config's ConfigMaps, kiln's own runs, and the
 	// registries' sources and copies (registriesCache).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -13,19 +14,39 @@ import (
 )
 
 // Labels and annotations on the PipelineRuns the trigger makes.
+//
+// The Tekton Dashboard shows a run's first four labels in the order the
+// apiserver sends them, which is by key, and hides the rest behind "+N".
+// A run also carries its Pipeline's labels (Tekton copies them), of which
+// app.kubernetes.io/version sorts first. So pool and trigger are the only
+// kiln.dev/ keys, and kiln's other run labels live under run.kiln.dev/,
+// which sorts after them: the header reads version, pool, trigger.
 const (
-	LabelPool        = "kiln.dev/pool"
-	LabelFingerprint = "kiln.dev/fingerprint"
-	LabelTrigger     = "kiln.dev/trigger"
+	LabelPool    = "kiln.dev/pool"
+	LabelTrigger = "kiln.dev/trigger"
+	// LabelFingerprint is the full fingerprint of the run's inputs: decide
+	// finds a pool's run for its inputs by it.
+	LabelFingerprint = "run.kiln.dev/fingerprint"
 	// LabelGitRevision is the commit a GitOps run builds (config/samples).
-	LabelGitRevision = "kiln.dev/git-revision"
+	LabelGitRevision = "run.kiln.dev/git-revision"
 	// LabelPipeline tells node-image runs from standalone bootimages runs.
-	LabelPipeline = "kiln.dev/pipeline"
-	// LabelManagedBy selects the trigger's runs for its cache.
+	LabelPipeline = "run.kiln.dev/pipeline"
+	// LabelRunsManagedBy selects the trigger's runs for its cache. It is
+	// not app.kubernetes.io/managed-by, which would sort first in the
+	// Dashboard's header (and Tekton sets that key on TaskRuns itself).
+	LabelRunsManagedBy = "run.kiln.dev/managed-by"
+	// LabelManagedBy marks the other objects the trigger owns (the
+	// registries' copies).
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedBy      = "kiln-trigger"
 	// AnnotParts records each fingerprint part (see Fingerprint.Changed).
 	AnnotParts = "kiln.dev/fingerprint-parts"
+	// AnnotInputs records what the parts hash, by name (see
+	// Fingerprint.Describe), and AnnotChanges the one line that says what
+	// changed since the previous run, which is also the run's changes
+	// param.
+	AnnotInputs  = "kiln.dev/inputs"
+	AnnotChanges = "kiln.dev/changes"
 	// AnnotBootImages records the coreos-bootimages digest a run with the
 	// bootimages stage was made under, so the standalone bootimages
 	// pipeline knows the stream is taken care of.
@@ -41,12 +62,27 @@ const (
 
 	pipelineNodeImage  = "node-image"
 	pipelineBootImages = "bootimages"
+
+	// maxRunName is a label value's limit: Tekton labels every TaskRun with
+	// its PipelineRun's name.
+	maxRunName = 63
 )
 
-// RunName is the deterministic name of pool's run for fingerprint sum: a
-// second create of the same fingerprint fails with AlreadyExists, which is
-// what makes restarts and concurrent reconciles safe.
-func RunName(pool, sum string) string { return "kiln-" + pool + "-" + sum[:10] }
+// RunName names pool's run for fingerprint sum, made for trigger: pool and
+// trigger are what the Dashboard's and tkn's run lists show of a run, as
+// they show no labels. The name is not what keeps one run per fingerprint:
+// decide finds runs by the fingerprint label, on a live list, and
+// controller-runtime never reconciles one pool twice at once. A name too
+// long for a label value drops the trigger, then shortens the pool.
+func RunName(pool, trigger, sum string) string {
+	if n := "kiln-" + pool + "-" + trigger + "-" + sum[:10]; len(n) <= maxRunName {
+		return n
+	}
+	if n := "kiln-" + pool + "-" + sum[:10]; len(n) <= maxRunName {
+		return n
+	}
+	return "kiln-" + strings.TrimRight(pool[:maxRunName-len("kiln--")-10], "-.") + "-" + sum[:10]
+}
 
 // rolloutTasks are the pipeline tasks that change the cluster. A run that
 // reached one is allowed to finish; cancelling it mid-way would leave a
@@ -118,7 +154,10 @@ type RunSpec struct {
 	Pool        string
 	Fingerprint Fingerprint
 	Trigger     string
-	Pending     bool
+	// Changes says what changed since the pool's previous run
+	// (Fingerprint.Describe).
+	Changes string
+	Pending bool
 	// KmodRebuild asks kmod-build to rebuild an existing image (seed 003
 	// "Cluster upgrade").
 	KmodRebuild bool
@@ -139,6 +178,8 @@ func BuildRun(c Config, s RunSpec) *pipelinev1.PipelineRun {
 	params["pool"] = s.Pool
 	params["repository"] = c.RepositoryFor(s.Pool)
 	params["update-boot-images"] = strconv.FormatBool(s.BootImages != "")
+	params["trigger"] = s.Trigger
+	params["changes"] = s.Changes
 	if s.KmodRebuild {
 		params["kmod-rebuild"] = "true"
 	}
@@ -146,12 +187,14 @@ func BuildRun(c Config, s RunSpec) *pipelinev1.PipelineRun {
 	if mode := c.DriftGateFor(s.Pool); mode != "" {
 		params["drift-gate"] = mode
 	}
-	pr := newRun(c, s.Namespace, RunName(s.Pool, s.Fingerprint.Sum), c.Pipeline, params, s.Tasks)
+	pr := newRun(c, s.Namespace, RunName(s.Pool, s.Trigger, s.Fingerprint.Sum), c.Pipeline, params, s.Tasks)
 	pr.Labels[LabelPool] = s.Pool
 	pr.Labels[LabelFingerprint] = s.Fingerprint.Sum
 	pr.Labels[LabelTrigger] = s.Trigger
 	pr.Labels[LabelPipeline] = pipelineNodeImage
 	pr.Annotations[AnnotParts] = encodeParts(s.Fingerprint.Parts)
+	pr.Annotations[AnnotInputs] = encodeInputs(s.Fingerprint.Inputs)
+	pr.Annotations[AnnotChanges] = s.Changes
 	if s.BootImages != "" {
 		pr.Annotations[AnnotBootImages] = s.BootImages
 	}
@@ -181,7 +224,7 @@ func newRun(c Config, namespace, name, pipeline string, params map[string]string
 		TypeMeta: metav1.TypeMeta{APIVersion: pipelinev1.SchemeGroupVersion.String(), Kind: "PipelineRun"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace,
-			Labels:      map[string]string{LabelManagedBy: ManagedBy},
+			Labels:      map[string]string{LabelRunsManagedBy: ManagedBy},
 			Annotations: map[string]string{AnnotCreated: time.Now().UTC().Format(time.RFC3339Nano)},
 		},
 		Spec: pipelinev1.PipelineRunSpec{

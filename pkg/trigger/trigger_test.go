@@ -37,7 +37,7 @@ func TestTrigger(t *testing.T) {
 		eventually(t, wait, "worker's first run", func() bool { return len(h.runs("worker")) == 1 })
 		first = h.runs("worker")[0]
 		fp := first.Labels[LabelFingerprint]
-		if first.Name != RunName("worker", fp) || first.Labels[LabelTrigger] != TriggerMachineConfig || first.Labels[LabelPool] != "worker" {
+		if first.Name != RunName("worker", TriggerMachineConfig, fp) || param(first, "trigger") != TriggerMachineConfig || first.Labels[LabelTrigger] != TriggerMachineConfig || first.Labels[LabelPool] != "worker" {
 			t.Fatalf("run %s labels %v", first.Name, first.Labels)
 		}
 		if param(first, "pool") != "worker" || param(first, "repository") != "registry.example/os-worker" ||
@@ -96,6 +96,13 @@ func TestTrigger(t *testing.T) {
 		if runs[0].Labels[LabelTrigger] != TriggerMachineConfig || runs[0].Spec.Status != "" {
 			t.Fatalf("new run %s: trigger %q status %q", runs[0].Name, runs[0].Labels[LabelTrigger], runs[0].Spec.Status)
 		}
+		// What changed is named, for the report's first line and the Dashboard.
+		if got := param(runs[0], "changes"); got != "MachineConfig edited 00-worker" || runs[0].Annotations[AnnotChanges] != got {
+			t.Fatalf("new run %s: changes param %q, annotation %q", runs[0].Name, got, runs[0].Annotations[AnnotChanges])
+		}
+		if !strings.HasPrefix(runs[0].Name, "kiln-worker-machineconfig-") {
+			t.Fatalf("run name %s does not show pool and trigger", runs[0].Name)
+		}
 	})
 
 	t.Run("a run in rollout finishes; the next waits pending, then starts", func(t *testing.T) {
@@ -125,16 +132,16 @@ func TestTrigger(t *testing.T) {
 		md.Spec.OSMapping.ContainerImage = "registry.example/kmod:1"
 		md.Spec.OSMapping.Literal = "9.6.20250101-0"
 		steps := []struct {
-			want string
-			do   func()
+			want, changes string
+			do            func()
 		}{
-			{TriggerModuleDay0, func() { h.create(md) }},
-			{TriggerPayload, func() {
+			{TriggerModuleDay0, "ModuleDay0 " + ns + "/kmod-worker added", func() { h.create(md) }},
+			{TriggerPayload, "base image sha256:", func() {
 				h.update(&corev1.ConfigMap{}, payload.OSImageURLMap, payload.Namespace, func(o client.Object) {
 					o.(*corev1.ConfigMap).Data = osImageURLMap("2").Data
 				})
 			}},
-			{TriggerManual, func() {
+			{TriggerManual, `rebuild requested (kiln.dev/rebuild="please")`, func() {
 				h.update(&mcfgv1.MachineConfigPool{}, "worker", "", func(o client.Object) {
 					o.SetAnnotations(map[string]string{AnnotRebuild: "please"})
 				})
@@ -145,8 +152,11 @@ func TestTrigger(t *testing.T) {
 			s.do()
 			eventually(t, wait, s.want+" run", func() bool { return len(h.runs("worker")) == n+1 })
 			r := h.runs("worker")[0]
-			if got := r.Labels[LabelTrigger]; got != s.want {
+			if got := r.Labels[LabelTrigger]; got != s.want || param(r, "trigger") != s.want {
 				t.Fatalf("run %s trigger %q, want %q", r.Name, got, s.want)
+			}
+			if got := param(r, "changes"); !strings.HasPrefix(got, s.changes) {
+				t.Fatalf("run %s changes %q, want %q…", r.Name, got, s.changes)
 			}
 			h.progress(r.Name, []string{"render", "rollout"}, corev1.ConditionTrue)
 		}

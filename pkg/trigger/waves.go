@@ -27,7 +27,7 @@ func (c *Controller) wavesAllow(ctx context.Context, pool *mcfgv1.MachineConfigP
 	}
 	var runs pipelinev1.PipelineRunList
 	if err := c.APIReader.List(ctx, &runs, client.InNamespace(c.Namespace),
-		client.MatchingLabels{LabelManagedBy: ManagedBy, LabelPipeline: pipelineNodeImage}); err != nil {
+		client.MatchingLabels{LabelRunsManagedBy: ManagedBy, LabelPipeline: pipelineNodeImage}); err != nil {
 		return false, fmt.Errorf("listing PipelineRuns: %w", err)
 	}
 	done := map[string]bool{} // pools with a succeeded run on this payload

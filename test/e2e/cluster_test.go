@@ -57,6 +57,8 @@ type cluster struct {
 	// pods cannot reach, so runs get it as the dtk-image param, the
 	// override a disconnected cluster uses too.
 	dtk string
+	// changes are the triggering changes the scenario made, in order.
+	changes []change
 }
 
 // startCluster brings up the parts in dependency order. Every part stops
@@ -106,6 +108,7 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Stop)
+	c.noteChange("kiln installed")
 	c.installKiln(ctx, triggerRef)
 	return c
 }

@@ -46,6 +46,7 @@ func (c *cluster) testDriftGate(ctx context.Context, t *testing.T) {
 		p.Annotations[mcosim.RenderQuirkAnnotation] = mcosim.QuirkSortKernelArguments
 	})
 	role := map[string]string{render.RoleLabel: driftPool}
+	c.noteChange("MachineConfig 60-master-kiln-drift added", driftPool)
 	c.create(ctx, &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "60-master-kiln-drift", Labels: role},
 		Spec: mcfgv1.MachineConfigSpec{KernelArguments: []string{"quiet", "audit=1"},
 			Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}}})
@@ -60,6 +61,14 @@ func (c *cluster) testDriftGate(ctx context.Context, t *testing.T) {
 		results["DRIFT_GATE"] != rollout.GateDrift || !strings.HasPrefix(results["PREDICTED_RENDERED_NAME"], "rendered-"+driftPool+"-") {
 		t.Fatalf("run %s: succeeded %v, results %v; want a failed run with ROLLOUT_STATE=DriftDetected\n%s",
 			r.Name, r.Status.GetCondition("Succeeded").IsTrue(), results, c.failedTasks(ctx, r))
+	}
+	// The run says where and why it failed, and what changed, without
+	// opening a TaskRun: the pipeline results and the changes param.
+	if results["FAILED_STAGE"] != "rollout" || !strings.Contains(results["FAILURE"], "drift") {
+		t.Errorf("run %s: FAILED_STAGE %q FAILURE %q, want rollout and the drift", r.Name, results["FAILED_STAGE"], results["FAILURE"])
+	}
+	if got := param(r, "changes"); got != "MachineConfig added 60-master-kiln-drift" {
+		t.Errorf("run %s: changes %q", r.Name, got)
 	}
 	// No node took the new image; kiln's MachineConfig names the old one.
 	if err := c.c.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(driftPool)}, kilnMC); err != nil || kilnMC.Spec.OSImageURL != before {

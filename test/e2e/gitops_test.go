@@ -77,6 +77,7 @@ func (c *cluster) testGitOpsPush(ctx context.Context) {
 	if code := post(t, url, body, "sha256=0000"); code != http.StatusAccepted {
 		t.Errorf("push with a wrong signature: status %d, want 202 (the interceptor rejects it)", code)
 	}
+	c.noteChange("push to the GitOps repository", gitOpsPool)
 	for range 2 { // a delivery and its redelivery
 		if code := post(t, url, body, g.sign(body)); code != http.StatusAccepted {
 			t.Fatalf("push: status %d, want 202", code)

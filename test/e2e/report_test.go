@@ -90,7 +90,9 @@ func (c *cluster) describe(ctx context.Context) string {
 }
 
 // runTable is the PipelineRun table the closing note shows: one line per
-// run, oldest first.
+// run, oldest first. TO_ROLLOUT is the time from the change that made the
+// run (noteChange) to its rollout task starting: what an operator waits
+// between a commit and nodes moving.
 func (c *cluster) runTable(ctx context.Context) string {
 	list := &pipelinev1.PipelineRunList{}
 	if err := c.c.List(ctx, list, client.InNamespace(kilnNS)); err != nil {
@@ -101,7 +103,7 @@ func (c *cluster) runTable(ctx context.Context) string {
 	})
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tPOOL\tTRIGGER\tSTATUS\tTASKS\tDURATION\tIMAGE_DIGEST")
+	fmt.Fprintln(w, "NAME\tPOOL\tTRIGGER\tSTATUS\tTASKS\tDURATION\tTO_ROLLOUT\tIMAGE_DIGEST")
 	for _, r := range list.Items {
 		cond := r.Status.GetCondition("Succeeded")
 		status, dur, digest := "Running", "-", "-"
@@ -119,8 +121,8 @@ func (c *cluster) runTable(ctx context.Context) string {
 				}
 			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Name, r.Labels[trigger.LabelPool], r.Labels[trigger.LabelTrigger],
-			status, len(r.Status.ChildReferences), dur, digest)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Name, r.Labels[trigger.LabelPool], r.Labels[trigger.LabelTrigger],
+			status, len(r.Status.ChildReferences), dur, c.toRollout(ctx, &r), digest)
 	}
 	w.Flush()
 	return b.String()

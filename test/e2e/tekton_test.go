@@ -45,6 +45,7 @@ func TestRealTekton(t *testing.T) {
 	first := c.waitWaves(ctx, wavePools, nil, trigger.TriggerMachineConfig, 25*time.Minute)
 	for _, pool := range wavePools {
 		c.assertRun(ctx, first[pool])
+		c.assertRunLevel(ctx, first[pool], "first run for this pool")
 	}
 	c.assertMachineSetsPatched(ctx)
 
@@ -52,18 +53,22 @@ func TestRealTekton(t *testing.T) {
 	// A master MC: worker's MCs are also infra's (a custom pool inherits
 	// worker's, as in MCO), so editing one rightly makes two runs.
 	known := c.runNames(ctx)
+	c.noteChange("MachineConfig 50-master-chrony edited", "master")
 	c.editMachineConfig(ctx, "50-master-chrony")
 	edited := c.waitWaves(ctx, []string{"master"}, known, trigger.TriggerMachineConfig, 10*time.Minute)
 	c.assertRun(ctx, edited["master"])
+	c.assertRunLevel(ctx, edited["master"], "MachineConfig edited 50-master-chrony")
 	c.settle()
 	c.assertRunCount(ctx, map[string]int{"worker": 1, "master": 2, "infra": 1})
 
 	// 3. A payload change: a run for every pool, in wave order.
 	known = c.runNames(ctx)
+	c.noteChange("payload's base image changed")
 	c.changePayload(ctx)
 	upgrade := c.waitWaves(ctx, wavePools, known, trigger.TriggerPayload, 25*time.Minute)
 	for _, pool := range wavePools {
 		c.assertRun(ctx, upgrade[pool])
+		c.assertRunLevel(ctx, upgrade[pool], "base image sha256:")
 	}
 	c.settle()
 	c.assertRunCount(ctx, map[string]int{"worker": 2, "master": 3, "infra": 2})
