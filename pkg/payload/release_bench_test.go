@@ -36,6 +36,14 @@ func BenchmarkReadImageReferences(b *testing.B) {
 	})); err != nil {
 		b.Fatal(err)
 	}
+	// One untimed read by each first: the image's layers are computed on
+	// first use, which neither side should pay inside the loop.
+	if _, err := ReadImageFile(img, ImageReferencesPath); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := extractFile(img, ImageReferencesPath); err != nil {
+		b.Fatal(err)
+	}
 	var ours, ref time.Duration
 	b.ResetTimer()
 	for b.Loop() {

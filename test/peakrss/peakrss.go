@@ -1,7 +1,7 @@
 // Package peakrss measures the peak resident memory of one workload in a
 // fresh process: the benchmark re-runs its own test binary for just that
-// benchmark, the child runs the workload once and reports its maxrss
-// (getrusage), and the parent reports it. A fresh process is the honest
+// benchmark, the child runs the workload once and reports its peak
+// RSS (VmHWM), and the parent reports it. A fresh process is the honest
 // measure: the parent's heap, earlier benchmarks and the Go runtime's
 // habit of keeping freed memory do not count, and everything the workload
 // touched does.
@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -30,15 +29,26 @@ const (
 func Workload() string { return os.Getenv(envWorkload) }
 
 // Report prints this process's peak RSS for the parent to read; the child
-// calls it after the workload.
+// calls it after the workload. It is VmHWM from /proc/self/status, the
+// high-water mark of this process's own memory map, not getrusage's
+// ru_maxrss: os/exec starts the child on the parent's memory map (vfork)
+// and Linux carries that map's high-water mark into ru_maxrss at exec, so
+// ru_maxrss reported the parent's RSS whenever it was the larger (both
+// workloads then read the same, a ratio of 1).
 func Report() {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		fmt.Printf("peakrss: getrusage: %v\n", err)
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		fmt.Printf("peakrss: %v\n", err)
 		return
 	}
-	// Linux reports ru_maxrss in KiB.
-	fmt.Printf("\n%s%d\n", marker, ru.Maxrss)
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			// "  123456 kB"
+			fmt.Printf("\n%s%s\n", marker, strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			return
+		}
+	}
+	fmt.Printf("peakrss: no VmHWM in /proc/self/status\n")
 }
 
 // Measure runs b's benchmark in a child process with workload set and
