@@ -23,6 +23,7 @@ import (
 type writeCounter struct {
 	mu     sync.Mutex
 	writes map[string]int // "PATCH machinesets" → n
+	gets   map[string]int // "secrets" → n
 	reads  int
 }
 
@@ -31,6 +32,7 @@ func (c *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 		c.mu.Lock()
 		if req.Method == http.MethodGet {
 			c.reads++
+			c.gets[resourceOf(req.URL.Path)]++
 		} else {
 			c.writes[req.Method+" "+resourceOf(req.URL.Path)]++
 		}
@@ -42,7 +44,7 @@ func (c *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 func (c *writeCounter) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.writes, c.reads = map[string]int{}, 0
+	c.writes, c.gets, c.reads = map[string]int{}, map[string]int{}, 0
 }
 
 func (c *writeCounter) get(key string) int {
@@ -61,21 +63,40 @@ func (c *writeCounter) total() int {
 	return n
 }
 
+// snapshot returns a copy of the writes counted since the last reset.
+func (c *writeCounter) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.writes))
+	for k, v := range c.writes {
+		out[k] = v
+	}
+	return out
+}
+
 // resourceOf turns /apis/g/v/namespaces/ns/machinesets/x[/status] into
-// "machinesets" (or "machineconfigurations/status").
+// "machinesets" (or "machineconfigurations/status"), for any resource, so
+// that a write to a kind nobody listed here is still counted by its name.
 func resourceOf(path string) string {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
-	for i := len(parts) - 1; i >= 0; i-- {
-		switch parts[i] {
-		case "machinesets", "machineconfigurations", "secrets", "configmaps", "clusterversions", "infrastructures",
-			"machinedeployments", "gcpmachinetemplates", "awsmachinetemplates":
-			if i+2 < len(parts) {
-				return parts[i] + "/" + parts[i+2]
-			}
-			return parts[i]
-		}
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		return path
 	}
-	return path
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+		return path
+	case 1, 2:
+		return parts[0]
+	}
+	return parts[0] + "/" + parts[2]
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -108,6 +108,13 @@ type pass struct {
 	streamErr error
 	// stable is checked once, when the first MachineSet reaches that guard.
 	stableChecked bool
+	// progress is the Progressing status not yet written: it is written
+	// before the pass's first change to a MachineSet or Secret, so a pass
+	// that changes nothing writes no status it then takes back.
+	progress *status
+	// stubsCurrent are the user-data Secrets already found (or made)
+	// current in this pass: MachineSets share them, so each is read once.
+	stubsCurrent map[SecretRef]bool
 }
 
 // Run reconciles every enrolled MachineSet once. It returns the report and
@@ -181,9 +188,7 @@ func (r *Report) failures() error {
 // machineAPI reconciles the enrolled Machine API MachineSets. Per-MachineSet
 // failures are recorded in the report; a returned error stops the pass.
 func (p *pass) machineAPI(ctx context.Context, sets []machinev1beta1.MachineSet, support PlatformSupport, platform configv1.PlatformType, st *status) error {
-	if err := p.writeStatus(ctx, st.progressing()); err != nil {
-		return err
-	}
+	p.progress = st.progressing()
 	if p.updater, _ = UpdaterFor(platform); support.Supported && p.updater == nil {
 		return fmt.Errorf("platform %s: no updater", platform)
 	} else if !support.Supported {
@@ -219,6 +224,19 @@ func (p *pass) prerequisites(ctx context.Context) error {
 		return fmt.Errorf("reading cluster version: %w", err)
 	}
 	return nil
+}
+
+// startProgress writes the pending Progressing status once, before the
+// pass's first write. MCO writes it at the start of every sync; deferring
+// it keeps a pass with nothing to patch from writing Progressing=True and
+// then False again (two status writes, two watch events for nothing).
+func (p *pass) startProgress(ctx context.Context) error {
+	if p.progress == nil {
+		return nil
+	}
+	st := p.progress
+	p.progress = nil
+	return p.writeStatus(ctx, st)
 }
 
 // skew evaluates skew enforcement and adds its condition and record to st.
@@ -325,6 +343,9 @@ func (p *pass) decideAndPatch(ctx context.Context, ms *machinev1beta1.MachineSet
 	patch, err := p.buildPatch(ms, plan)
 	if err != nil {
 		return err
+	}
+	if err := p.startProgress(ctx); err != nil {
+		return &clusterError{err}
 	}
 	if err := p.upgradeStub(ctx, ms, plan.UserDataSecret); err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 // spec 3. A failure stops this MachineSet (no patch). The Secret's content
 // is never logged or put into errors.
 func (p *pass) upgradeStub(ctx context.Context, ms *machinev1beta1.MachineSet, ref SecretRef) error {
-	if ref.Name == "" {
+	if ref.Name == "" || p.stubsCurrent[ref] {
 		return nil
 	}
 	sec, err := p.Cluster.Secret(ctx, ref.Namespace, ref.Name)
@@ -29,6 +29,7 @@ func (p *pass) upgradeStub(ctx context.Context, ms *machinev1beta1.MachineSet, r
 		return fmt.Errorf("MachineSet %s/%s: upgrading stub Ignition in Secret %s/%s: %w", ms.Namespace, ms.Name, ref.Namespace, ref.Name, err)
 	}
 	if !changed {
+		p.markStubCurrent(ref)
 		return nil
 	}
 	sec = sec.DeepCopy()
@@ -41,7 +42,15 @@ func (p *pass) upgradeStub(ctx context.Context, ms *machinev1beta1.MachineSet, r
 	if err := p.Cluster.UpdateSecret(ctx, sec); err != nil {
 		return fmt.Errorf("MachineSet %s/%s: writing upgraded stub Secret %s/%s: %w", ms.Namespace, ms.Name, ref.Namespace, ref.Name, err)
 	}
+	p.markStubCurrent(ref)
 	p.report.StubsUpgraded = append(p.report.StubsUpgraded, ref.Namespace+"/"+ref.Name)
 	p.logf("Secret %s/%s: stub Ignition upgraded to %s", ref.Namespace, ref.Name, version)
 	return nil
+}
+
+func (p *pass) markStubCurrent(ref SecretRef) {
+	if p.stubsCurrent == nil {
+		p.stubsCurrent = map[SecretRef]bool{}
+	}
+	p.stubsCurrent[ref] = true
 }

@@ -268,32 +268,3 @@ func readmeSections(s string) map[string]string {
 	}
 	return out
 }
-
-// BenchmarkFiles measures rendering the whole catalog (samples built and
-// validated, READMEs, metadata) against the reference measured in the same
-// run: loading the sources, which is Tekton's defaulting and validation of
-// every Task and Pipeline. The ratio says what generation adds on top.
-func BenchmarkFiles(b *testing.B) {
-	ctx := context.Background()
-	rs := loadRepo(b)
-	var load, gen float64
-	b.Run("reference-load", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			if _, err := Load(ctx, repoRoot); err != nil {
-				b.Fatal(err)
-			}
-		}
-		load = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	})
-	b.Run("files", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			if _, err := Files(ctx, rs); err != nil {
-				b.Fatal(err)
-			}
-		}
-		gen = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-		if load > 0 {
-			b.ReportMetric(gen/load, "x-load")
-		}
-	})
-}

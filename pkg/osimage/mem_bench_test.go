@@ -92,8 +92,8 @@ func planAndLayer(tb testing.TB, mc *mcfgv1.MachineConfig) {
 // BenchmarkImageLayerPeakRSS plans and builds the layer of a 1.5 MiB
 // rendered config holding ~61 MiB of content in a fresh process and
 // reports its peak RSS, and the ratio against a fresh process doing the
-// same for the small sample config, measured in the same run. It fails
-// above 256 MiB.
+// same for the small sample config, measured in the same loop,
+// alternating with it (peakrss.Compare). It fails above 256 MiB.
 func BenchmarkImageLayerPeakRSS(b *testing.B) {
 	if w := peakrss.Workload(); w != "" {
 		mc := renderedMC(b, "rendered-worker-sample", sampleConfig(b, "hello\n"))

@@ -71,7 +71,8 @@ func trivialRequest() Request {
 // BenchmarkRenderPeakRSS renders the worst-case accepted input
 // (worstCaseRequest) in a fresh process and reports its peak RSS, and the
 // ratio against a fresh process rendering a one-file config, measured in
-// the same run. It fails above 256 MiB.
+// the same loop, alternating with it (peakrss.Compare). It fails above
+// 256 MiB.
 func BenchmarkRenderPeakRSS(b *testing.B) {
 	if w := peakrss.Workload(); w != "" {
 		req, done := trivialRequest(), func() {}
