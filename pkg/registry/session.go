@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -15,10 +16,11 @@ import (
 // for the scopes of that call.
 type session struct {
 	mu    sync.Mutex
-	pings map[string]*cachedPing // scheme://host → its /v2/ answer
+	pings map[string]*cachedPing // host → its /v2/ answer
 }
 
 type cachedPing struct {
+	scheme string
 	status int
 	header http.Header
 }
@@ -42,10 +44,15 @@ func (p *pingCache) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method != http.MethodGet || strings.TrimSuffix(req.URL.Path, "/") != "/v2" || req.Header.Get("Authorization") != "" {
 		return p.next.RoundTrip(req)
 	}
-	key := req.URL.Scheme + "://" + req.URL.Host
+	key := req.URL.Host
 	p.s.mu.Lock()
 	c := p.s.pings[key]
 	p.s.mu.Unlock()
+	// An insecure registry is pinged over https and http at once; the
+	// scheme that answered first in this session is the one it speaks.
+	if c != nil && c.scheme != req.URL.Scheme {
+		return nil, fmt.Errorf("pinging %s over %s: it answered over %s earlier in this build", key, req.URL.Scheme, c.scheme)
+	}
 	if c != nil {
 		return &http.Response{
 			Status: http.StatusText(c.status), StatusCode: c.status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -63,7 +70,7 @@ func (p *pingCache) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		resp.Body = http.NoBody
 		p.s.mu.Lock()
-		p.s.pings[key] = &cachedPing{status: resp.StatusCode, header: resp.Header.Clone()}
+		p.s.pings[key] = &cachedPing{scheme: req.URL.Scheme, status: resp.StatusCode, header: resp.Header.Clone()}
 		p.s.mu.Unlock()
 	}
 	return resp, nil
