@@ -3,10 +3,12 @@ package registry
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -128,18 +130,8 @@ func (p *pusher) image(ctx context.Context, ref name.Reference, img v1.Image, do
 	if err != nil {
 		return fmt.Errorf("reading layers: %w", err)
 	}
-	for _, l := range layers {
-		h, err := l.Digest()
-		if err != nil {
-			return fmt.Errorf("reading layer digest: %w", err)
-		}
-		if done[h] {
-			continue
-		}
-		if err := p.r.retry(ctx, func() error { return p.layer(ctx, h, l) }); err != nil {
-			return fmt.Errorf("pushing layer %s: %w", h, err)
-		}
-		done[h] = true
+	if err := p.layers(ctx, layers, done); err != nil {
+		return err
 	}
 	cfg, err := img.RawConfigFile()
 	if err != nil {
@@ -157,6 +149,43 @@ func (p *pusher) image(ctx context.Context, ref name.Reference, img v1.Image, do
 		done[h] = true
 	}
 	return p.manifest(ctx, ref, img)
+}
+
+// pushJobs is how many layers are mounted or uploaded at once, as in
+// go-containerregistry's Write: mounts are independent, and against a
+// distant registry each is a round trip.
+const pushJobs = 4
+
+// layers pushes the layers not in done, pushJobs at a time, and adds them
+// to done.
+func (p *pusher) layers(ctx context.Context, layers []v1.Layer, done map[v1.Hash]bool) error {
+	var todo []v1.Layer
+	var digests []v1.Hash
+	for _, l := range layers {
+		h, err := l.Digest()
+		if err != nil {
+			return fmt.Errorf("reading layer digest: %w", err)
+		}
+		if !done[h] {
+			done[h] = true
+			todo, digests = append(todo, l), append(digests, h)
+		}
+	}
+	errs := make([]error, len(todo))
+	sem := make(chan struct{}, pushJobs)
+	var wg sync.WaitGroup
+	for i, l := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := p.r.retry(ctx, func() error { return p.layer(ctx, digests[i], l) }); err != nil {
+				errs[i] = fmt.Errorf("pushing layer %s: %w", digests[i], err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // layer mounts a layer of the same registry, checks for one of another
