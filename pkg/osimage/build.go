@@ -96,8 +96,9 @@ func RenderedHash(p *Plan) string {
 }
 
 // Build runs the fast path: plan the layer, reuse the image at the
-// fingerprint's tag when kiln's identity proves it (see reuse), else append the layer to every platform of the base and
-// push by digest, tagging only once everything is in the registry.
+// fingerprint's tag when kiln's identity proves it (see reuse), else append
+// the layer to every platform of the base and push it (base layers
+// mounted), its manifest put at the tag once every blob is in the registry.
 func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult, error) {
 	// One session for the whole build: each registry is pinged once.
 	r = r.WithSession()
