@@ -79,12 +79,17 @@ e2e: tools ## run the real-Tekton end-to-end scenario (test/e2e), with its Pipel
 bench: tools ## run benchmarks; each prints its ratio against the reference measured in the same run
 	go test $(GOFLAGS_BUILD) -run '^$$' -bench '$(BENCH)' -benchmem ./...
 
-# One run, config-only change on 100 MB and 1 GB random bases: kiln's fast
-# path against buildah bud of a COPY-only Containerfile. Heavy (the 1 GB base
-# is generated, pushed and pulled by buildah); not part of make test.
+# Interleaved rounds of a config-only change on 100 MB and 1 GB random bases
+# in 2 and 16 layers: the kiln-steps image-build program against buildah bud
+# of a COPY-only Containerfile and the bare requests of the push (the floor).
+# Heavy (the 1 GB base is generated, pushed and pulled by buildah); not part
+# of make test.
 BENCH_IMAGE_SIZES ?= 100,1024
-bench-image: tools ## benchmark the image build: fast path vs buildah on 100 MB and 1 GB bases
-	KILN_BENCH_IMAGE_SIZES='$(BENCH_IMAGE_SIZES)' go test $(GOFLAGS_BUILD) -timeout 60m -run '^$$' \
+BENCH_IMAGE_LAYERS ?= 2,16
+BENCH_IMAGE_ROUNDS ?= 5
+bench-image: tools ## benchmark image-build as a program vs buildah and the request floor: 100 MB / 1 GB bases, 2 / 16 layers
+	KILN_BENCH_IMAGE_SIZES='$(BENCH_IMAGE_SIZES)' KILN_BENCH_IMAGE_LAYERS='$(BENCH_IMAGE_LAYERS)' \
+	KILN_BENCH_IMAGE_ROUNDS='$(BENCH_IMAGE_ROUNDS)' go test $(GOFLAGS_BUILD) -timeout 90m -run '^$$' \
 	  -bench '^BenchmarkImageConfigChange$$' -benchtime 1x ./pkg/osimage/
 
 run: tools build ## local mode on examples/cluster: registry on 127.0.0.1:5555, the pipeline per pool, the GitOps change in _out/

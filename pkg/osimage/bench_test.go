@@ -4,11 +4,14 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,65 +24,189 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
 // BenchmarkImageConfigChange measures a config-only change on a base of a
-// given size: kiln's fast path (layer append, base blobs mounted) against
-// `buildah bud` of a COPY-only Containerfile on the same base and registry,
-// pushed to the same registry. buildah runs with fresh storage each time,
-// as a build pod does: it pulls the base, builds, pushes.
+// given size and layer count, three programs against one registry in each
+// round, one after the other: the built `kiln-steps image-build` (fast
+// path: base layers mounted, one layer appended), `buildah bud` of a
+// COPY-only Containerfile with fresh storage (a build pod's cold start:
+// pull, build, push), and the floor, the requests any such push needs
+// sent directly over HTTP (a mount per base layer, the new layer, the
+// config, the manifest) for the image kiln pushed in that round.
 //
-// Sizes come from KILN_BENCH_IMAGE_SIZES (MB, comma-separated); `make
-// bench` uses the small default, `make bench-image` 100 and 1024.
+// KILN_BENCH_IMAGE_SIZES (MB, comma-separated, default 16),
+// KILN_BENCH_IMAGE_LAYERS (base layer counts, default 2) and
+// KILN_BENCH_IMAGE_ROUNDS (default 2) choose the runs; `make bench-image`
+// sets larger ones. Medians are printed with the load average.
 func BenchmarkImageConfigChange(b *testing.B) {
-	sizes := os.Getenv("KILN_BENCH_IMAGE_SIZES")
-	if sizes == "" {
-		sizes = "16"
-	}
-	for _, s := range strings.Split(sizes, ",") {
-		mb, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil {
-			b.Fatalf("KILN_BENCH_IMAGE_SIZES: %q is not a number of MB", s)
+	sizes := benchInts(b, "KILN_BENCH_IMAGE_SIZES", "16")
+	layers := benchInts(b, "KILN_BENCH_IMAGE_LAYERS", "2")
+	rounds := benchInts(b, "KILN_BENCH_IMAGE_ROUNDS", "2")[0]
+	bin := env.BuildBinary(b, "./cmd/steps")
+	kiln := map[[2]int]time.Duration{} // {MB, layers} → kiln's median
+	for _, mb := range sizes {
+		for _, n := range layers {
+			b.Run(fmt.Sprintf("base=%dMB/layers=%d", mb, n), func(b *testing.B) {
+				kiln[[2]int{mb, n}] = benchConfigChange(b, bin, mb, n, rounds)
+			})
 		}
-		b.Run(fmt.Sprintf("base=%dMB", mb), func(b *testing.B) { benchConfigChange(b, mb) })
 	}
+	printGrowth(kiln, sizes, layers)
 }
 
-func benchConfigChange(b *testing.B, mb int) {
+func benchInts(b *testing.B, key, def string) []int {
+	s := os.Getenv(key)
+	if s == "" {
+		s = def
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			b.Fatalf("%s: %q is not a positive number", key, f)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// benchConfigChange runs the rounds on a fresh registry and returns kiln's
+// median.
+func benchConfigChange(b *testing.B, bin string, mb, layers, rounds int) time.Duration {
 	e := env.Start(b, env.Options{Registry: true, Buildah: true})
 	ctx := context.Background()
 	host := e.Registry.Host
-	if err := pushRandomBase(host+"/bench/base:1", mb); err != nil {
+	if err := pushRandomBase(host+"/bench/base:1", mb, layers); err != nil {
 		b.Fatal(err)
 	}
-	r := registry.Remote{Insecure: []string{host}}
-	var fast, bud time.Duration
+	key := newCosignKey(b)
+	var kiln, bud, floor []time.Duration
+	load0 := loadAvg(b)
 	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		motd := fmt.Sprintf("change %d at %d\n", i, time.Now().UnixNano())
-		in := testInput(b, host, "bench/base:1", "bench/kiln", motd)
+	for range b.N {
+		for range rounds {
+			i := len(kiln)
+			motd := fmt.Sprintf("change %d at %d\n", i, time.Now().UnixNano())
+			ref, d, err := runImageBuild(ctx, b, bin, host, key.pubPath, motd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			kiln = append(kiln, d)
 
-		start := time.Now()
-		if _, err := Build(ctx, r, in); err != nil {
-			b.Fatal(err)
-		}
-		fast += time.Since(start)
+			start := time.Now()
+			if err := budCopyOnly(ctx, b, host, motd, i); err != nil {
+				b.Fatal(err)
+			}
+			bud = append(bud, time.Since(start))
 
-		start = time.Now()
-		if err := budCopyOnly(ctx, b, host, motd, i); err != nil {
-			b.Fatal(err)
+			img, err := readFloorImage(ref)
+			if err != nil {
+				b.Fatal(err)
+			}
+			start = time.Now()
+			if err := img.push(ctx, host, "bench/base", "bench/floor", fmt.Sprintf("floor-%d", i)); err != nil {
+				b.Fatal(err)
+			}
+			floor = append(floor, time.Since(start))
 		}
-		bud += time.Since(start)
 	}
 	b.StopTimer()
-	n := time.Duration(b.N)
-	b.ReportMetric(float64(fast/n), "kiln-ns/op")
-	b.ReportMetric(float64(bud/n), "buildah-ns/op")
-	b.ReportMetric(float64(fast)/float64(bud), "kiln/buildah")
-	fmt.Printf("bench-image base=%dMB  kiln fast path %8.2fs  buildah bud %8.2fs  ratio kiln/buildah %.4f (buildah %.0fx slower)\n",
-		mb, (fast / n).Seconds(), (bud / n).Seconds(), float64(fast)/float64(bud), float64(bud)/float64(fast))
+	k, bd, f := median(kiln), median(bud), median(floor)
+	fmt.Printf("bench-image base=%dMB layers=%d rounds=%d load=%s→%s\n", mb, layers, len(kiln), load0, loadAvg(b))
+	fmt.Printf("  kiln %s  buildah %s (%.1fx kiln)  floor %s (kiln %.1fx floor)\n",
+		secs(k), secs(bd), float64(bd)/float64(k), secs(f), float64(k)/float64(f))
+	return k
+}
+
+// runImageBuild runs `kiln-steps image-build` on a fresh workspace whose
+// rendered config writes motd, and returns the image it pushed (checked
+// to be a build, not a reuse) and how long the program ran.
+func runImageBuild(ctx context.Context, b *testing.B, bin, host, pubKey, motd string) (string, time.Duration, error) {
+	work, results := b.TempDir(), b.TempDir()
+	mc := renderedMC(b, "rendered-worker-bench", sampleConfig(b, motd))
+	raw, err := json.Marshal(mc)
+	if err != nil {
+		return "", 0, err
+	}
+	if err := os.MkdirAll(filepath.Join(work, "render"), 0o755); err != nil {
+		return "", 0, err
+	}
+	if err := os.WriteFile(filepath.Join(work, "render", "rendered.json"), raw, 0o644); err != nil {
+		return "", 0, err
+	}
+	cmd := exec.CommandContext(ctx, bin, "image-build", "--pool", "worker", "--work", work, "--results-dir", results,
+		"--base", host+"/bench/base:1", "--repository", host+"/bench/kiln", "--insecure-registry", host,
+		"--public-key", pubKey)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return "", 0, fmt.Errorf("kiln-steps image-build: %w\n%s", err, out)
+	}
+	res := map[string]string{}
+	for _, k := range []string{"IMAGE_URL", "IMAGE_DIGEST", "REUSED"} {
+		v, err := os.ReadFile(filepath.Join(results, k))
+		if err != nil {
+			return "", 0, fmt.Errorf("reading result %s: %w\n%s", k, err, out)
+		}
+		res[k] = string(v)
+	}
+	if res["REUSED"] != "false" {
+		return "", 0, fmt.Errorf("kiln-steps image-build reused an image in a benchmark of builds: %v\n%s", res, out)
+	}
+	return res["IMAGE_URL"] + "@" + res["IMAGE_DIGEST"], d, nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func secs(d time.Duration) string {
+	if d < 10*time.Second {
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// loadAvg is the 1-minute load average of /proc/loadavg.
+func loadAvg(b *testing.B) string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		b.Fatalf("/proc/loadavg: %q", raw)
+	}
+	return f[0]
+}
+
+// printGrowth prints how kiln's time grows with the base's size and layer
+// count, for the pairs the run has.
+func printGrowth(kiln map[[2]int]time.Duration, sizes, layers []int) {
+	lo, hi := slices.Min(sizes), slices.Max(sizes)
+	few, many := slices.Min(layers), slices.Max(layers)
+	if lo != hi {
+		for _, n := range layers {
+			if a, z := kiln[[2]int{lo, n}], kiln[[2]int{hi, n}]; a > 0 && z > 0 {
+				fmt.Printf("bench-image kiln %dMB vs %dMB (layers=%d): %.2fx\n", hi, lo, n, float64(z)/float64(a))
+			}
+		}
+	}
+	if few != many {
+		for _, mb := range sizes {
+			if a, z := kiln[[2]int{mb, few}], kiln[[2]int{mb, many}]; a > 0 && z > 0 {
+				fmt.Printf("bench-image kiln %d vs %d layers (base=%dMB): %.2fx\n", many, few, mb, float64(z)/float64(a))
+			}
+		}
+	}
 }
 
 // budCopyOnly builds FROM the base with one COPY and pushes, with fresh
@@ -105,17 +232,20 @@ func budCopyOnly(ctx context.Context, b *testing.B, host, motd string, i int) er
 	return err
 }
 
-// pushRandomBase pushes a base image of mb MB in layers of at most 64 MB of
-// random (incompressible) file content, generated as it is streamed.
-func pushRandomBase(ref string, mb int) error {
-	const layerMB = 64
+// pushRandomBase pushes a base image of mb MB in the given number of
+// layers of random (incompressible) file content, generated as it is
+// streamed.
+func pushRandomBase(ref string, mb, layers int) error {
 	img := v1.Image(empty.Image)
-	for i := 0; mb > 0; i++ {
-		size := min(mb, layerMB)
-		mb -= size
+	total := int64(mb) << 20
+	for i := range layers {
+		size := total / int64(layers)
+		if i == layers-1 {
+			size = total - size*int64(layers-1)
+		}
 		seed := uint64(i + 1)
 		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-			return randomTar(seed, int64(size)<<20), nil
+			return randomTar(seed, size), nil
 		}, tarball.WithCompressionLevel(gzip.BestSpeed))
 		if err != nil {
 			return err

@@ -96,9 +96,12 @@ func RenderedHash(p *Plan) string {
 }
 
 // Build runs the fast path: plan the layer, reuse the image at the
-// fingerprint's tag when kiln's identity proves it (see reuse), else append the layer to every platform of the base and
-// push by digest, tagging only once everything is in the registry.
+// fingerprint's tag when kiln's identity proves it (see reuse), else append
+// the layer to every platform of the base and push it (base layers
+// mounted), its manifest put at the tag once every blob is in the registry.
 func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult, error) {
+	// One session for the whole build: each registry is pinged once.
+	r = r.WithSession()
 	f, err := in.prepareFast(ctx, r)
 	if err != nil {
 		return nil, err
@@ -113,22 +116,15 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 		return nil, err
 	}
 	res.Digest = a.digest
-	var pushed registry.Taggable
+	// The manifest goes straight to the tag, once: the registry refuses a
+	// manifest whose blobs it does not hold, so the tag never names an
+	// incomplete build and a failed push leaves the next run to rebuild.
 	if a.index != nil {
-		if err := r.WriteIndex(ctx, repo.Digest(res.Digest.String()), a.index); err != nil {
-			return nil, registry.Classify(err, "pushing image index", repo.String())
+		if err := r.PushIndex(ctx, tag, a.index); err != nil {
+			return nil, registry.Classify(err, "pushing image index", tag.String())
 		}
-		pushed = a.index
-	} else {
-		if err := r.Write(ctx, repo.Digest(res.Digest.String()), a.image); err != nil {
-			return nil, registry.Classify(err, "pushing image", repo.String())
-		}
-		pushed = a.image
-	}
-	// The tag goes last: if anything above failed, no tag claims a build
-	// that is not complete, and the next run rebuilds.
-	if err := r.Tag(ctx, tag, pushed); err != nil {
-		return nil, registry.Classify(err, "tagging image", tag.String())
+	} else if err := r.PushImage(ctx, tag, a.image); err != nil {
+		return nil, registry.Classify(err, "pushing image", tag.String())
 	}
 	res.Ref = repo.Digest(res.Digest.String()).String()
 	return res, nil

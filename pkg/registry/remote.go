@@ -36,6 +36,8 @@ type Remote struct {
 	Backoff remote.Backoff
 	// Config holds mirrors and per-registry flags and CAs; nil means none.
 	Config *Config
+
+	session *session // see WithSession
 }
 
 // DefaultBackoff retries a transient failure 5 times over about 6 s.

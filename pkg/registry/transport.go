@@ -49,10 +49,14 @@ func (r Remote) caFor(host string) []byte {
 // The proxy settings are read from the environment now, not once per
 // process as http.ProxyFromEnvironment does.
 func (r Remote) transport() http.RoundTripper {
+	var t http.RoundTripper = &hostTransport{insecure: r.IsInsecure, ca: r.caFor, proxy: httpproxy.FromEnvironment()}
 	if r.Transport != nil {
-		return r.Transport
+		t = r.Transport
 	}
-	return &hostTransport{insecure: r.IsInsecure, ca: r.caFor, proxy: httpproxy.FromEnvironment()}
+	if r.session != nil {
+		t = &pingCache{s: r.session, next: t}
+	}
+	return t
 }
 
 // hostTransport picks, for each request, a transport with its host's TLS
