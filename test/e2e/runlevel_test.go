@@ -130,7 +130,7 @@ func (c *cluster) labelKeysInOrder(ctx context.Context, r *pipelinev1.PipelineRu
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	url := fmt.Sprintf("%s/apis/tekton.dev/v1/namespaces/%s/pipelineruns/%s", c.kube.Config.Host, r.Namespace, r.Name)
+	url := fmt.Sprintf("%s/apis/tekton.dev/v1/namespaces/%s/pipelineruns/%s", strings.TrimSuffix(c.kube.Config.Host, "/"), r.Namespace, r.Name)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		c.t.Fatal(err)
