@@ -18,8 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 )
@@ -71,12 +74,24 @@ var syncKey = ctrl.Request{NamespacedName: types.NamespacedName{Name: "kmm-day0"
 func (s *Sync) SetupWithManager(mgr ctrl.Manager) error {
 	all := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []ctrl.Request { return []ctrl.Request{syncKey} })
 	return ctrl.NewControllerManagedBy(mgr).Named("kmm-day0-sync").
-		Watches(&mcfgv1.MachineConfig{}, all).
+		Watches(&mcfgv1.MachineConfig{}, all, builder.WithPredicates(kmmManaged)).
 		Watches(&kmmv1beta1.ModuleDay0{}, all).
 		Watches(&mcfgv1.MachineConfigPool{}, all).
 		Watches(&corev1.Node{}, all).
 		Complete(s)
 }
+
+// kmmManaged passes the events of MCs that are, or were, kmm-managed: the
+// sync reads no other MC, and a cluster's thousands of other MCs must not
+// wake it on every edit.
+var kmmManaged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return isKMMManaged(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return isKMMManaged(e.ObjectOld) || isKMMManaged(e.ObjectNew) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isKMMManaged(e.Object) },
+	GenericFunc: func(e event.GenericEvent) bool { return isKMMManaged(e.Object) },
+}
+
+func isKMMManaged(o client.Object) bool { return o.GetLabels()[KMMManagedLabel] == "true" }
 
 // SyncError carries the reason of a failed sub-reconcile, as flux does.
 type SyncError struct {
@@ -127,7 +142,12 @@ func (s *Sync) load(ctx context.Context) (*state, error) {
 	mods := &kmmv1beta1.ModuleDay0List{}
 	pools := &mcfgv1.MachineConfigPoolList{}
 	nodes := &corev1.NodeList{}
-	for _, l := range []client.ObjectList{mcs, pools, nodes} {
+	// Only kmm-managed MCs: the cache filters them without copying the
+	// others. These few are deep copies, as pointMC patches one.
+	if err := s.Client.List(ctx, mcs, client.MatchingLabels{KMMManagedLabel: "true"}); err != nil {
+		return nil, err
+	}
+	for _, l := range []client.ObjectList{pools, nodes} {
 		if err := s.Client.List(ctx, l); err != nil {
 			return nil, err
 		}

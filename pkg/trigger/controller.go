@@ -63,6 +63,7 @@ type Controller struct {
 	Insecure []string
 
 	hasher       SpecHasher
+	mcIndexed    bool // Client serves mcLabelIndex (SetupWithManager)
 	settle       *settler
 	disabled     map[string]bool
 	registriesMu sync.Mutex
@@ -77,6 +78,10 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if c.Resolve == nil {
 		c.Resolve = c.resolve
 	}
+	if err := indexMachineConfigs(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	c.mcIndexed = true
 	specOrMeta := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
 	inNS := func(ns string, names ...string) builder.Predicates {
 		return builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {

@@ -104,19 +104,16 @@ func (c *Controller) loadPipeline(ctx context.Context, name string) (*pipelinev1
 
 // loadInputs gathers pool's inputs and computes its fingerprint.
 func (c *Controller) loadInputs(ctx context.Context, pool *mcfgv1.MachineConfigPool, w *world) error {
-	// Only the pool's MCs, and no deep copies: a cluster holds thousands of
-	// MCs, this runs on every edit, and nothing here mutates them.
+	// Only the pool's MCs, found by index, and no deep copies: a cluster
+	// holds thousands of MCs, this runs on every edit, and nothing here
+	// mutates them.
 	poolSel, err := selectorOf(pool)
 	if err != nil {
 		return fail(ReasonInputs, fmt.Errorf("MachineConfigPool %q: spec.machineConfigSelector: %w", pool.Name, err))
 	}
-	var mcs mcfgv1.MachineConfigList
-	if err := c.Client.List(ctx, &mcs, client.MatchingLabelsSelector{Selector: poolSel}, client.UnsafeDisableDeepCopy); err != nil {
+	all, err := listMachineConfigs(ctx, c.Client, poolSel, c.mcIndexed)
+	if err != nil {
 		return err
-	}
-	all := make([]*mcfgv1.MachineConfig, len(mcs.Items))
-	for i := range mcs.Items {
-		all[i] = &mcs.Items[i]
 	}
 	if err := c.loadPayload(ctx, w); err != nil {
 		return err
