@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -40,6 +41,9 @@ const (
 
 // BootImagesConfigMap is the payload's boot image stream (seed 000).
 const BootImagesConfigMap = "coreos-bootimages"
+
+// poolWorkers is how many pools reconcile at once.
+const poolWorkers = 4
 
 // Controller starts node-image runs per pool and standalone bootimages
 // runs. Reads of objects come from the cache; PipelineRuns are listed live
@@ -65,7 +69,6 @@ type Controller struct {
 	hasher       SpecHasher
 	mcIndexed    bool // Client serves mcLabelIndex (SetupWithManager)
 	settle       *settler
-	disabled     map[string]bool
 	registriesMu sync.Mutex
 }
 
@@ -96,7 +99,14 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 			return false
 		}))
 	}
+	// Pools reconcile in parallel: one edit's reconcile mostly waits on the
+	// apiserver, and the run events of the previous edit (create, cancel)
+	// requeue their pool, which must not hold up the next pool's edit.
+	// controller-runtime never runs one pool's key twice at once, which is
+	// what one active run per pool rests on; the reconciler's shared state
+	// (settler, hasher, registries) has its own locks.
 	err := ctrl.NewControllerManagedBy(mgr).Named("kiln-pools").
+		WithOptions(controller.Options{MaxConcurrentReconciles: poolWorkers}).
 		Watches(&mcfgv1.MachineConfigPool{}, c.inputs(c.poolOf), specOrMeta).
 		Watches(&mcfgv1.MachineConfig{}, c.inputs(c.poolsSelecting), specOrMeta).
 		Watches(&kmmv1beta1.ModuleDay0{}, c.inputs(c.allPools), specOrMeta).

@@ -8,8 +8,8 @@ import (
 // settler coalesces bursts: a key is ready once no input changed for
 // quiet, or once max passed since the first change of the burst (so a
 // steady stream of edits cannot starve a pool). It lives in memory: after
-// a restart every key is ready at once, and the deterministic run names
-// keep that from duplicating runs.
+// a restart every key is ready at once, and decide's live list of the
+// pool's runs by fingerprint keeps that from duplicating runs.
 type settler struct {
 	quiet, max time.Duration
 	now        func() time.Time
