@@ -7,9 +7,12 @@
 // payload's base and extensions images by digest, the pool's ModuleDay0
 // spec, the node-image Pipeline's app.kubernetes.io/version, and the
 // pool's kiln.dev/rebuild annotation (a GitOps "rebuild now"). The run is
-// named kiln-<pool>-<fp[:10]>, so creating it twice fails with
-// AlreadyExists: restarts, two replicas racing before leader election
-// settles, and stale caches cannot duplicate a run.
+// labelled with the fingerprint and found by it on a live list, so restarts
+// and stale caches cannot duplicate a run. It is named
+// kiln-<pool>-<trigger>-<fp[:10]>, where the trigger follows from the same
+// live list and fingerprint: two replicas racing before leader election
+// settles compute the same name, and the second create fails with
+// AlreadyExists.
 //
 // The rules, all in decide (a pure function with a table test):
 //   - a fingerprint that has a run makes nothing, whatever that run's
