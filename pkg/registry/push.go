@@ -325,10 +325,7 @@ func (p *pusher) do(ctx context.Context, method, u string, body io.Reader, size 
 
 // retry runs f again after a transient failure, with r's backoff.
 func (r Remote) retry(ctx context.Context, f func() error) error {
-	b := r.Backoff
-	if b.Steps == 0 {
-		b = DefaultBackoff
-	}
+	b := r.backoff()
 	for {
 		err := f()
 		if err == nil || !retryable(err) || b.Steps <= 1 {

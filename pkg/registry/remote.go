@@ -86,18 +86,22 @@ func (r Remote) Options(ctx context.Context) ([]remote.Option, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := r.Backoff
-	if b.Steps == 0 {
-		b = DefaultBackoff
-	}
 	opts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(kc),
-		remote.WithRetryBackoff(b),
+		remote.WithRetryBackoff(r.backoff()),
 		remote.WithRetryPredicate(retryable),
 		remote.WithUserAgent("kiln"),
 	}
 	return append(opts, remote.WithTransport(r.transport())), nil
+}
+
+// backoff is r.Backoff, or DefaultBackoff when unset.
+func (r Remote) backoff() remote.Backoff {
+	if r.Backoff.Steps == 0 {
+		return DefaultBackoff
+	}
+	return r.Backoff
 }
 
 // retryable adds a refused connection to go-containerregistry's transient

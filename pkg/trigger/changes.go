@@ -27,6 +27,11 @@ const (
 	// namesShown caps the MachineConfig names per kind of change in the
 	// one-line description.
 	namesShown = 3
+
+	// changesFirst and changesSame are what Describe says of a pool's first
+	// run and of a run of unchanged inputs.
+	changesFirst = "first run for this pool"
+	changesSame  = "same inputs, run again"
 )
 
 // encodeInputs keeps the inputs in one annotation: sorted key=value lines.
@@ -71,7 +76,7 @@ func decodeInputs(s string) map[string]string {
 // older kiln) is described from its parts, without names.
 func (f Fingerprint) Describe(prevParts map[Part]string, prevInputs map[string]string) string {
 	if prevParts == nil {
-		return "first run for this pool"
+		return changesFirst
 	}
 	var out []string
 	for _, p := range partOrder {
@@ -85,7 +90,7 @@ func (f Fingerprint) Describe(prevParts map[Part]string, prevInputs map[string]s
 		out = append(out, describePart(p, prevInputs, f.Inputs)...)
 	}
 	if len(out) == 0 {
-		return "same inputs, run again"
+		return changesSame
 	}
 	return strings.Join(out, "; ")
 }

@@ -205,7 +205,7 @@ func (c *Controller) create(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 		parts := decodeParts(p.prev.Annotations[AnnotParts])
 		trig, changes = w.fp.Changed(parts), w.fp.Describe(parts, decodeInputs(p.prev.Annotations[AnnotInputs]))
 	case p.recreate != nil:
-		trig, changes = TriggerManual, "same inputs, run again"
+		trig, changes = TriggerManual, changesSame
 	}
 	spec := RunSpec{Namespace: c.Namespace, Pool: pool.Name, Fingerprint: w.fp, Trigger: trig, Changes: changes,
 		Pending: p.pending, Tasks: w.tasks}
