@@ -70,10 +70,15 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 		PasswordFile: filepath.Join(keys, "cosign.password"), RunID: "examples-kmod"}
 	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
 		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: osimage.Buildah{Env: e.Buildah.Env},
-		Identity: identity, Attest: attest}
+		Identity: identity}
 	start := time.Now()
 	if err := build.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-build: %v\n%s", err, log.String())
+	}
+	// The Task's second step: the only one that holds the cosign key.
+	attestBuild := &kmod.AttestOptions{Options: opts, RegistryOptions: reg, KubeOptions: build.KubeOptions, Attest: attest}
+	if err := attestBuild.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
+		t.Fatalf("kmod-attest: %v\n%s", err, log.String())
 	}
 	t.Logf("kmod-build of the sample took %s", time.Since(start).Round(time.Millisecond))
 	certFile, keyFile := env.ModuleSigningPair(t, "kiln examples signer")

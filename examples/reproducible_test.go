@@ -109,9 +109,13 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 	var log bytes.Buffer
 	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
 		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: osimage.Buildah{Env: bb.Env},
-		Identity: identity, Attest: attest}
+		Identity: identity}
 	if err := build.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-build: %v\n%s", err, log.String())
+	}
+	attestBuild := &kmod.AttestOptions{Options: opts, RegistryOptions: reg, KubeOptions: build.KubeOptions, Attest: attest}
+	if err := attestBuild.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
+		t.Fatalf("kmod-attest: %v\n%s", err, log.String())
 	}
 	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
 		CertFile: certFile, KeyFile: keyFile, Hash: "sha256", Identity: identity, Attest: attest}

@@ -16,16 +16,17 @@ func newKmodBuildCommand(env lookupEnv) *cobra.Command {
 		long: `Builds the pool's day-0 kernel-module image (KMM ModuleDay0, seed 003): the Dockerfile of
 spec.osMapping.build runs as a buildah build with OS_AUTO, DTK_AUTO, KERNEL_VERSION,
 KERNEL_FULL_VERSION and MOD_NAME; build secrets are buildah secrets read from --build-secrets-dir.
-The image is pushed (to containerImage, or to the unsigned image when kmod-sign follows), then
-signed and attested with kiln's cosign key (--key). An image already at the target is reused only
-when kiln's identity (--public-key) attested exactly these inputs.
+The image is pushed (to containerImage, or to the unsigned image when kmod-sign follows); kmod-attest,
+the Task's next step, signs and attests it. This step runs the user's Dockerfile and holds no
+signing key: an image already at the target is reused only when kiln's identity (--public-key)
+attested exactly these inputs. Only the Secrets the ModuleDay0 lists reach the build, each a
+Secret name by the apiserver's rules and each file inside its Secret's folder.
 
 Reads:   work/render/moduleday0.json, the payload (cluster, or --os-image/--dtk-image)
 Writes:  work/kmod/build.json
 Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (unsigned when kmod-sign follows), REUSE_REJECTED`,
 		example: `  kiln-steps kmod-build --pool infra --source dir:examples/cluster --work /tmp/work --results-dir /tmp/results \
-    --os-image quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:<digest> \
-    --key keys/cosign.key --public-key keys/cosign.pub`,
+    --os-image quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:<digest> --public-key keys/cosign.pub`,
 		runner: o,
 		bind: func(fs *pflag.FlagSet) {
 			bindOptions(fs, env, &o.Options, true)
@@ -37,6 +38,31 @@ Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (unsigned when kmod-sign follows), RE
 			fs.StringVar(&o.SecretsDir, "build-secrets-dir", o.SecretsDir, "folder with one sub-folder per build.secrets Secret")
 			fs.StringVar(&o.Buildah.Bin, "buildah", o.Buildah.Bin, "buildah binary")
 			bindIdentity(fs, &o.Identity)
+		},
+	})
+}
+
+func newKmodAttestCommand(env lookupEnv) *cobra.Command {
+	o := kmod.DefaultAttestOptions()
+	return newStage(stage{
+		name:  "kmod-attest",
+		cause: step.StageKmodBuild,
+		short: "Sign and attest the kmod image kmod-build pushed",
+		long: `Signs the kernel-module image kmod-build pushed and attests its build inputs (the Dockerfile,
+build arguments, OS and driver-toolkit digests, kernel and secret names) with kiln's cosign key
+(--key). It is the kmod-build Task's second step: the only one that mounts the key, and it runs
+no user code. The image must be in the ModuleDay0's build target repository, by digest, with
+inputs of this ModuleDay0; an image kmod-build reused is already attested and left alone.
+
+Reads:   work/render/moduleday0.json, work/kmod/build.json
+Writes:  with --source cluster, the ModuleDay0's status`,
+		example: `  kiln-steps kmod-attest --pool infra --source dir:examples/cluster --work /tmp/work --key keys/cosign.key`,
+		runner:  o,
+		bind: func(fs *pflag.FlagSet) {
+			bindOptions(fs, env, &o.Options, true)
+			bindKube(fs, &o.KubeOptions)
+			bindRegistry(fs, env, &o.RegistryOptions)
+			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "kmod-build's --rebuild (the same build target)")
 			bindAttest(fs, env, &o.Attest)
 		},
 	})

@@ -62,7 +62,7 @@ render/ (rendered.json, inputs.json), kmod/, image/, rollout/, bootimages/, repo
 		// No Args: cobra then reports an unknown subcommand (exit 2).
 	}
 	root.AddCommand(
-		newRenderCommand(env), newKmodBuildCommand(env), newKmodSignCommand(env), newImageBuildCommand(env),
+		newRenderCommand(env), newKmodBuildCommand(env), newKmodAttestCommand(env), newKmodSignCommand(env), newImageBuildCommand(env),
 		newImageSignCommand(env), newVerifyCommand(env), newReproduceCommand(env), newRolloutCommand(env), newBootImagesCommand(env),
 		newReportCommand(env),
 	)

@@ -12,6 +12,10 @@ import (
 // stage describes one kiln-steps subcommand.
 type stage struct {
 	name, short, long, example string
+	// cause is the Pipeline task whose row shows this step's failure
+	// cause (its <task>.error file); empty means name. A Task's second
+	// step records under its Task's name.
+	cause string
 	// runner is the stage's options struct, filled by the flags.
 	runner step.Runner
 	// bind registers the stage's flags on fs.
@@ -38,13 +42,17 @@ func newStage(s stage) *cobra.Command {
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
 			ws := workspaceOf(s.runner)
-			if err := ws.ClearCause(s.name); err != nil {
+			cause := s.cause
+			if cause == "" {
+				cause = s.name
+			}
+			if err := ws.ClearCause(cause); err != nil {
 				return &ranError{err: fmt.Errorf("removing an earlier attempt's cause: %w", err)}
 			}
 			if err := s.runner.Run(c.Context(), step.Streams{Out: c.OutOrStdout(), Err: c.ErrOrStderr()}); err != nil {
 				// The report shows the cause in the stage's row; failing
 				// to record it must not hide the error itself.
-				if werr := ws.WriteCause(s.name, err); werr != nil {
+				if werr := ws.WriteCause(cause, err); werr != nil {
 					fmt.Fprintf(c.ErrOrStderr(), "%s: recording the cause: %v\n", c.CommandPath(), werr)
 				}
 				return &ranError{err: err}

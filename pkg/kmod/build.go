@@ -36,9 +36,13 @@ const DockerfileKey = "dockerfile"
 //   - build secrets are buildah secrets with id "<secret>_<key>" (RUN
 //     --mount=type=secret,id=...), read from one mounted folder per Secret;
 //     KMM's day-2 builds hand them to an OpenShift Build instead.
-//   - the step only builds and pushes; writing mc.osImageURL (seed: "once
-//     built, KMM will modify the mc.osImageURL") is rollout's job, after
-//     signing and verification.
+//   - the step only builds and pushes; writing mc.osImageURL ("once built,
+//     KMM will modify the mc.osImageURL") is rollout's job, after signing
+//     and verification.
+//
+// The step runs the user's Dockerfile, so it holds no signing key: it
+// proves reuse with kiln's public key only, and kmod-attest, a step of its
+// own that runs no user code, signs and attests what it pushed.
 type BuildOptions struct {
 	step.Options
 	step.RegistryOptions
@@ -55,9 +59,8 @@ type BuildOptions struct {
 	SecretsDir string
 	// Buildah runs the build; tests give it their private storage.
 	Buildah osimage.Buildah
-	// Identity proves reuse; Attest signs and attests what is pushed.
+	// Identity proves reuse.
 	Identity step.IdentityOptions
-	Attest   signing.AttestOptions
 }
 
 // DefaultSecretsDir is where kmod-build's Task mounts the build secrets.
@@ -68,13 +71,13 @@ func DefaultBuildOptions() *BuildOptions {
 	return &BuildOptions{
 		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
 		SecretsDir: DefaultSecretsDir, Buildah: osimage.Buildah{Bin: osimage.DefaultBuildah},
-		Identity: step.DefaultIdentityOptions(), Attest: signing.DefaultAttestOptions(),
+		Identity: step.DefaultIdentityOptions(),
 	}
 }
 
 // Validate reports every bad flag at once.
 func (o *BuildOptions) Validate() error {
-	return step.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(), o.Attest.Validate())
+	return step.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate())
 }
 
 // Run builds the ModuleDay0's Dockerfile and pushes the unsigned (or
@@ -109,9 +112,6 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	secrets, err := o.secretFiles(md)
 	if err != nil {
 		return err
-	}
-	if err := o.Attest.Check(); err != nil {
-		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
 	id, err := o.Identity.Files().Load()
 	if err != nil {
@@ -182,14 +182,8 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	rep := KmodReport{Image: ref.Context().Digest(d.String()).String(), Digest: d.String(), Kernel: bi.kernel,
 		Inputs: &bi.inputs, ReuseRejected: reuse.Rejected}
-	p.Printf("pushed %s", rep.Image)
-	if err := attest(ctx, r, o.Attest, rep.Image, bi.inputs, p); err != nil {
-		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
-	}
-	if err := writeKmodResults(o.Options, ws, BuildReportFile, rep); err != nil {
-		return err
-	}
-	return recordBuilt(ctx, o.KubeOptions, md, ReasonBuilt, fmt.Sprintf("built %s for kernel %s", rep.Image, bi.kernel), rep.Digest, p)
+	p.Printf("pushed %s; kmod-attest signs it and attests its build inputs", rep.Image)
+	return writeKmodResults(o.Options, ws, BuildReportFile, rep)
 }
 
 // BuildEnv is the environment of a kmod build's final stage (buildah
@@ -400,37 +394,16 @@ func (b *buildObjects) dockerfile(md *kmmv1beta1.ModuleDay0) (string, error) {
 	return df, nil
 }
 
-// secretFiles maps buildah secret ids to the mounted files: Secret S with
-// key K is id "S_K" (buildah ids name one file), used in the Dockerfile as
-// RUN --mount=type=secret,id=S_K.
+// secretFiles is SecretFiles for the ModuleDay0's own build.secrets, the
+// only Secrets its build may read.
 func (o *BuildOptions) secretFiles(md *kmmv1beta1.ModuleDay0) (map[string]string, error) {
-	out := map[string]string{}
-	for i, s := range md.Spec.OSMapping.Build.Secrets {
-		if o.SecretsDir == "" {
-			return nil, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build.secrets[%d] %q: no build secrets are mounted (--build-secrets-dir is empty)", md.Namespace, md.Name, i, s.Name)
-		}
-		dir := filepath.Join(o.SecretsDir, s.Name)
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return nil, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build.secrets[%d] %q: not mounted at %s: %w", md.Namespace, md.Name, i, s.Name, dir, errors.Unwrap(err))
-		}
-		n := 0
-		for _, e := range entries {
-			// Secret volumes hold ..data and timestamped folders; keys are
-			// the other names.
-			if strings.HasPrefix(e.Name(), ".") {
-				continue
-			}
-			p := filepath.Join(dir, e.Name())
-			if st, err := os.Stat(p); err != nil || !st.Mode().IsRegular() {
-				continue
-			}
-			out[s.Name+"_"+e.Name()] = p
-			n++
-		}
-		if n == 0 {
-			return nil, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build.secrets[%d] %q: no keys in %s", md.Namespace, md.Name, i, s.Name, dir)
-		}
+	names := make([]string, 0, len(md.Spec.OSMapping.Build.Secrets))
+	for _, s := range md.Spec.OSMapping.Build.Secrets {
+		names = append(names, s.Name)
+	}
+	out, err := SecretFiles(o.SecretsDir, names)
+	if err != nil {
+		return nil, step.InputRejected(fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err))
 	}
 	return out, nil
 }

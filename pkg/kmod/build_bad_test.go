@@ -62,7 +62,7 @@ func TestKmodBadInputs(t *testing.T) {
 			name: "build secret not mounted",
 			edit: func(t *testing.T, f *fixture) { os.RemoveAll(filepath.Join(f.secrets, "build-secret")) },
 			want: func(f *fixture) string {
-				return md + `spec.osMapping.build.secrets[0] "build-secret": not mounted at ` + filepath.Join(f.secrets, "build-secret") + ": no such file or directory"
+				return md + `spec.osMapping.build.secrets[0].name "build-secret": not mounted: no folder build-secret/ and no file build-secret_<key> in ` + f.secrets
 			},
 		},
 		{

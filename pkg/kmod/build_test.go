@@ -186,12 +186,17 @@ func (f *fixture) build(t *testing.T, out io.Writer) error {
 		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
 		OSImage:         f.osImage, DTKImage: f.dtkImage, SecretsDir: f.secrets,
 		Buildah:  osimage.Buildah{Env: f.buildahEnv},
-		Identity: f.identity(), Attest: f.attest(),
+		Identity: f.identity(),
 	}
 	if f.kubeconfig != "" {
 		o.KubeOptions = step.KubeOptions{Source: "cluster", Kubeconfig: f.kubeconfig}
 	}
-	return o.Run(t.Context(), step.Streams{Out: out, Err: out})
+	if err := o.Run(t.Context(), step.Streams{Out: out, Err: out}); err != nil {
+		return err
+	}
+	// The Task's second step: the only one that holds the cosign key.
+	a := &kmod.AttestOptions{Options: o.Options, RegistryOptions: o.RegistryOptions, KubeOptions: o.KubeOptions, Attest: f.attest()}
+	return a.Run(t.Context(), step.Streams{Out: out, Err: out})
 }
 
 func (f *fixture) sign(t *testing.T, out io.Writer) error {

@@ -77,8 +77,9 @@ func readStrict(path, kind string, into any) error {
 const StepBinary = "kiln-steps"
 
 // CheckKilnTask checks kiln's conventions for a Task in tasks/: every step
-// runs `kiln-steps <subcommand>` (no inline scripts), and the Task declares
-// the results DESIGN §3 promises for its stage.
+// runs `kiln-steps <subcommand>` (no inline scripts), the Task declares
+// the results its stage promises, no step names a workspace isolated to
+// other steps, and no step that runs user code mounts a key.
 func CheckKilnTask(t *tektonv1.Task) error {
 	var problems []string
 	for i, s := range t.Spec.Steps {
@@ -96,6 +97,11 @@ func CheckKilnTask(t *tektonv1.Task) error {
 	for _, want := range ContractResults[strings.TrimPrefix(t.Name, "kiln-")] {
 		if !declared[want] {
 			problems = append(problems, fmt.Sprintf("result %s of DESIGN §3 is not declared", want))
+		}
+	}
+	for _, check := range []func(*tektonv1.Task) error{CheckIsolatedWorkspaces, CheckKeysIsolated} {
+		if err := check(t); err != nil {
+			problems = append(problems, strings.TrimPrefix(err.Error(), "Task "+t.Name+": "))
 		}
 	}
 	if len(problems) > 0 {

@@ -77,8 +77,10 @@ func (e *Executor) attempt(ctx context.Context, tr *taskRun, retry int) (map[str
 	}
 	r := taskReplacements(tr.spec, tr.params, tr.taskName, tr.runName, tr.namespace, retry, tr.bound)
 	steps := tr.spec.DeepCopy().Steps
+	isolated := isolatedWorkspaces(tr.spec)
 	for i := range steps {
-		container.ApplyStepReplacements(&steps[i], r.str, r.arr)
+		sr := stepReplacements(r, isolated, steps[i])
+		container.ApplyStepReplacements(&steps[i], sr.str, sr.arr)
 	}
 	results := map[string]string{}
 	for i, s := range steps {

@@ -21,8 +21,12 @@ import (
 // signing workspaces, laid out as the Secrets would be mounted.
 type LocalKeys struct {
 	// Cosign holds cosign.key, cosign.password and cosign.pub (the
-	// signing-key and public-key workspaces).
+	// signing-key workspace).
 	Cosign string
+	// Public holds a copy of cosign.pub alone (the public-key workspace):
+	// the steps that prove reuse with it, kmod-build and image-build among
+	// them, run user code and must not find the private key beside it.
+	Public string
 	// KmodCert and KmodKey hold "cert" and "key" (the ModuleDay0's
 	// sign.certSecret and sign.keySecret).
 	KmodCert, KmodKey string
@@ -50,10 +54,27 @@ func EnsureLocalKeys(dir, cosignKey string) (LocalKeys, error) {
 	} else if err := ensureCosign(k.Cosign); err != nil {
 		return k, fmt.Errorf("generating the cosign key pair in %s: %w", k.Cosign, err)
 	}
+	k.Public = filepath.Join(dir, "cosign-pub")
+	if err := copyPublicKey(k.Cosign, k.Public); err != nil {
+		return k, fmt.Errorf("copying cosign.pub to the public-key folder %s: %w", k.Public, err)
+	}
 	if err := ensureKmodCert(k.KmodCert, k.KmodKey); err != nil {
 		return k, fmt.Errorf("generating the kernel-module signing certificate in %s: %w", dir, err)
 	}
 	return k, nil
+}
+
+// copyPublicKey writes from/cosign.pub into to, a folder of its own, on
+// every run: a user's --key-dir may hold a newer key than the last run's.
+func copyPublicKey(from, to string) error {
+	b, err := os.ReadFile(filepath.Join(from, "cosign.pub"))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(to, "cosign.pub"), b, 0o644)
 }
 
 func exists(p string) bool {

@@ -192,7 +192,7 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 		"update-boot-images": strconv.FormatBool(contains(l.o.Local.BootImagePools, pl.Pool)),
 	}
 	ws := map[string]string{
-		"work": work, "manifests": l.src, "signing-key": l.keys.Cosign, "public-key": l.keys.Cosign,
+		"work": work, "manifests": l.src, "signing-key": l.keys.Cosign, "public-key": l.keys.Public,
 		"kmod-signing-cert": l.keys.KmodCert, "kmod-signing-key": l.keys.KmodKey,
 	}
 	// The Tasks pass $(workspaces.registries.path) as --registries-config:

@@ -508,10 +508,15 @@ func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 		// ConfigMap (it always does in cluster mode).
 		OSImage: osImage, SecretsDir: t.TempDir(),
 		Buildah: osimage.Buildah{Env: e.Buildah.Env},
-		Attest:  signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: cosignKey}, PasswordFile: cosignPass},
 	}
 	if err := o.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("kmod-build as kiln-kmod-build: %v\n%s", err, out.String())
+	}
+	// The Task's attest step signs, attests and records the Built status.
+	a := &kmod.AttestOptions{Options: o.Options, RegistryOptions: o.RegistryOptions, KubeOptions: o.KubeOptions,
+		Attest: signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: cosignKey}, PasswordFile: cosignPass}}
+	if err := a.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
+		t.Fatalf("kmod-attest as kiln-kmod-build: %v\n%s", err, out.String())
 	}
 	live := &kmmv1beta1.ModuleDay0{}
 	if err := e.Kube.Client.Get(ctx, client.ObjectKeyFromObject(md), live); err != nil {
