@@ -64,7 +64,9 @@ func TestSecretFilesHandsOnlyTheModuleDay0sSecretsToTheBuild(t *testing.T) {
 		},
 		{
 			name: "only the listed Secret", names: []string{"build-secret"},
-			edit: func(t *testing.T, l secretsLayout) { writeFile(t, filepath.Join(l.secrets, "other", "token"), "not yours") },
+			edit: func(t *testing.T, l secretsLayout) {
+				writeFile(t, filepath.Join(l.secrets, "other", "token"), "not yours")
+			},
 			want: map[string]string{"build-secret_token": "build-secret/..2026_11_27_00_00_00.1/token"},
 		},
 		{
@@ -96,7 +98,7 @@ func TestSecretFilesHandsOnlyTheModuleDay0sSecretsToTheBuild(t *testing.T) {
 		},
 		{
 			name: "a key linked by absolute path", names: []string{"evil"},
-			edit: func(t *testing.T, l secretsLayout) { mustSymlink(t, l.key, filepath.Join(l.secrets, "evil", "token")) },
+			edit:    func(t *testing.T, l secretsLayout) { mustSymlink(t, l.key, filepath.Join(l.secrets, "evil", "token")) },
 			wantErr: "outside",
 		},
 		{
@@ -108,7 +110,7 @@ func TestSecretFilesHandsOnlyTheModuleDay0sSecretsToTheBuild(t *testing.T) {
 		},
 		{
 			name: "a file per id linked out", names: []string{"evil"},
-			edit: func(t *testing.T, l secretsLayout) { mustSymlink(t, l.key, filepath.Join(l.secrets, "evil_token")) },
+			edit:    func(t *testing.T, l secretsLayout) { mustSymlink(t, l.key, filepath.Join(l.secrets, "evil_token")) },
 			wantErr: "outside",
 		},
 		{
@@ -137,7 +139,7 @@ func TestSecretFilesHandsOnlyTheModuleDay0sSecretsToTheBuild(t *testing.T) {
 		},
 		{
 			name: "a Secret with no key", names: []string{"empty"},
-			edit: func(t *testing.T, l secretsLayout) { os.MkdirAll(filepath.Join(l.secrets, "empty"), 0o755) },
+			edit:    func(t *testing.T, l secretsLayout) { os.MkdirAll(filepath.Join(l.secrets, "empty"), 0o755) },
 			wantErr: `spec.osMapping.build.secrets[0].name "empty": not mounted`,
 		},
 	}
