@@ -3,6 +3,7 @@ package kmod_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -44,7 +45,9 @@ func hostileProbe(ws string) string {
 	}
 	script := "exec >/probe.txt 2>&1; echo control:; cat /run/secrets/build-secret_token; echo; " +
 		"for p in " + strings.Join(paths, " ") + "; do echo \"== $p\"; cat \"$p\"; done; " +
-		"echo == grep; busybox grep -rsl -e ENCRYPTED -e kiln-test-pw -e " + registryCredential +
+		// The patterns are split so the Dockerfile in the context does
+		// not match itself.
+		"a=ENCRYP; b=kiln-test; c=other.exa; echo == grep; busybox grep -rsl -e \"${a}TED\" -e \"${b}-pw\" -e \"${c}mple\"" +
 		" /bin /etc /run /tmp /usr /var /root /home /opt /srv /mnt /workspace /ctx /ctx-bind /proc/1/root/tmp; " +
 		"echo == context; ls -laR /ctx /ctx-bind; echo == environ; cat /proc/1/environ /proc/self/environ; true"
 	return `ARG OS_AUTO
@@ -82,11 +85,12 @@ func TestHostileDockerfileFindsNoKey(t *testing.T) {
 	pub, _ := os.ReadFile(filepath.Join(keys, "cosign.pub"))
 	writeFile(t, filepath.Join(ws, "public-key", "cosign.pub"), string(pub))
 	f.cosign = filepath.Join(ws, "public-key")
-	writeFile(t, filepath.Join(ws, "registry-auth", "config.json"), `{"auths":{"other.example":{"auth":"`+registryCredential+`"}}}`)
+	auth := base64.StdEncoding.EncodeToString([]byte("kiln:" + registryCredential))
+	writeFile(t, filepath.Join(ws, "registry-auth", "config.json"), `{"auths":{"other.example":{"auth":"`+auth+`"}}}`)
 	writeFile(t, filepath.Join(f.manifests, "dockerfile.yaml"), configMapYAML("kmm-kmod-dockerfile", "dockerfile", hostileProbe(ws)))
 	f.md.Spec.OSMapping.Sign = nil
 	key, _ := os.ReadFile(filepath.Join(ws, "cosign-key", "cosign.key"))
-	secrets := [][]byte{key, []byte("kiln-test-pw"), []byte(registryCredential)}
+	secrets := [][]byte{key, []byte("kiln-test-pw"), []byte(auth)}
 
 	t.Run("the build finds only its own secret", func(t *testing.T) {
 		before := snapshotTree(t, ws)
