@@ -119,13 +119,6 @@ func TestKmodBadInputs(t *testing.T) {
 			tail: "kiln-step-output-before-failure",
 		},
 		{
-			name: "cosign key not mounted",
-			edit: func(t *testing.T, f *fixture) { os.Remove(filepath.Join(f.cosign, "cosign.key")) },
-			want: func(f *fixture) string {
-				return md + "reading the cosign key (--key): stat " + filepath.Join(f.cosign, "cosign.key") + ": no such file or directory"
-			},
-		},
-		{
 			name: "cosign key not mounted for kmod-sign",
 			sign: true,
 			edit: func(t *testing.T, f *fixture) { os.Remove(filepath.Join(f.cosign, "cosign.key")) },
