@@ -17,6 +17,7 @@ import (
 
 	"github.com/kiln-dev/kiln/examples"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/pipeline"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -293,6 +294,47 @@ func (c *cluster) assertPodSucceeded(ctx context.Context, tr *pipelinev1.TaskRun
 		c.t.Errorf("TaskRun %s: pod %s phase %s on node %q, containers %+v; want every container exited 0 on %s",
 			tr.Name, pod.Name, pod.Status.Phase, pod.Spec.NodeName, pod.Status.ContainerStatuses, c.node.Name())
 	}
+	if err := keysIsolated(pod); err != nil {
+		c.t.Errorf("TaskRun %s: %v", tr.Name, err)
+	}
+}
+
+// keysIsolated checks the pod Tekton made, as the kubelet ran it: no
+// container of a step that runs user code (buildah) mounts a key
+// workspace, and in a kmod-build pod the attest step does mount the
+// cosign key (the step-level workspace reached the pod).
+func keysIsolated(pod *corev1.Pod) error {
+	keyMounts := func(ctr corev1.Container) []string {
+		var out []string
+		for _, m := range ctr.VolumeMounts {
+			for _, w := range pipeline.KeyWorkspaces {
+				if m.MountPath == "/workspace/"+w {
+					out = append(out, m.MountPath)
+				}
+			}
+		}
+		return out
+	}
+	var problems []string
+	kmodBuild := false
+	for _, ctr := range pod.Spec.Containers {
+		step := strings.TrimPrefix(ctr.Name, "step-")
+		if slices.Contains(pipeline.UserCodeSubcommands, step) {
+			kmodBuild = kmodBuild || step == "kmod-build"
+			if m := keyMounts(ctr); len(m) > 0 {
+				problems = append(problems, fmt.Sprintf("container %s runs user code and mounts %v", ctr.Name, m))
+			}
+		}
+	}
+	if kmodBuild && !slices.ContainsFunc(pod.Spec.Containers, func(ctr corev1.Container) bool {
+		return ctr.Name == "step-attest" && slices.Contains(keyMounts(ctr), "/workspace/cosign-key")
+	}) {
+		problems = append(problems, "the kmod-build pod's step-attest does not mount /workspace/cosign-key")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("pod %s: %s", pod.Name, strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 func allExited(pod *corev1.Pod) bool {
