@@ -144,6 +144,13 @@ func TestEnsureLocalKeys(t *testing.T) {
 	if fi, _ := os.Stat(filepath.Join(k.KmodKey, "key")); fi.Mode().Perm() != 0o600 {
 		t.Fatalf("private key mode %v", fi.Mode().Perm())
 	}
+	// The public-key folder, which steps that run user code are given,
+	// holds cosign.pub alone, the same as the signing folder's.
+	entries, err := os.ReadDir(k.Public)
+	if err != nil || len(entries) != 1 || entries[0].Name() != "cosign.pub" ||
+		string(read(filepath.Join(k.Public, "cosign.pub"))) != string(read(filepath.Join(k.Cosign, "cosign.pub"))) {
+		t.Fatalf("public-key folder %s holds %v (%v), want cosign.pub alone, the signing key's", k.Public, entries, err)
+	}
 	k2, err := EnsureLocalKeys(dir, "")
 	if err != nil || string(read(filepath.Join(k2.Cosign, "cosign.key"))) != string(key1) || string(read(filepath.Join(k2.KmodCert, "cert"))) != string(cert1) {
 		t.Fatalf("second call did not reuse the keys (%v)", err)
