@@ -127,6 +127,9 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 			}
 			seen[w.Name] = true
 		}
+		if err := publicKeyApart(c.Workspaces); err != nil {
+			return Config{}, fmt.Errorf("%s: %w", where(keyWorkspaces), err)
+		}
 	}
 	if v := strings.TrimSpace(d[keyDriftGate]); v != "" {
 		gate, err := parseDriftGate(v)
@@ -220,4 +223,23 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// publicKeyApart refuses a public-key workspace bound to the signing key's
+// Secret: the steps that run user code (kmod-build's and image-build's
+// buildah paths) mount public-key, so that Secret must hold cosign.pub
+// alone, never the private key beside it.
+func publicKeyApart(ws []pipelinev1.WorkspaceBinding) error {
+	secret := func(name string) string {
+		for _, w := range ws {
+			if w.Name == name && w.Secret != nil {
+				return w.Secret.SecretName
+			}
+		}
+		return ""
+	}
+	if s := secret("signing-key"); s != "" && s == secret("public-key") {
+		return fmt.Errorf("public-key binds Secret %q, the signing key's: steps that run user code mount public-key, so bind a Secret or ConfigMap that holds cosign.pub alone", s)
+	}
+	return nil
 }

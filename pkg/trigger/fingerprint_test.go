@@ -142,6 +142,8 @@ func TestParseConfig(t *testing.T) {
 		{"unknown workspace field", "workspaces", "- name: work\n  bogus: 1", "data.workspaces"},
 		{"unknown pod template field", "podTemplate", "nodeSelectors: {a: b}", "data.podTemplate"},
 		{"repeated workspace", "workspaces", "- name: work\n  emptyDir: {}\n- name: work\n  emptyDir: {}", `data.workspaces[1]: name "work"`},
+		{"public key in the signing Secret", "workspaces", "- name: signing-key\n  secret: {secretName: cosign}\n- name: public-key\n  secret: {secretName: cosign}",
+			`data.workspaces: public-key binds Secret "cosign", the signing key's`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := map[string]string{}
