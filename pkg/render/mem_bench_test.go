@@ -117,7 +117,7 @@ func shapeWorkload(b *testing.B, w string) {
 // process rendering the nested-key bomb against one rendering a one-file
 // config, in the same loop; it fails at 256 MiB. Before the shape check
 // render accepted the bomb, and Ignition's parser held a node for each of
-// its 54,000 levels.
+// its 27,000 levels.
 func BenchmarkRenderNestedKeyBombPeakRSS(b *testing.B) {
 	if w := peakrss.Workload(); w != "" {
 		shapeWorkload(b, w)
