@@ -21,7 +21,7 @@ func TestMeasureIgnoresIndentation(t *testing.T) {
 	mc := &mcfgv1.MachineConfig{
 		TypeMeta: metav1.TypeMeta{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig"},
 		ObjectMeta: metav1.ObjectMeta{Name: "rendered-worker-1", Labels: map[string]string{"kiln.dev/pool": "worker"},
-			Annotations: map[string]string{ReleaseVersionAnnotation: "4.20.0", OverriddenAnnotation: "true", "kiln.dev/inputs": "a,b"},
+			Annotations:     map[string]string{ReleaseVersionAnnotation: "4.20.0", OverriddenAnnotation: "true", "kiln.dev/inputs": "a,b"},
 			OwnerReferences: []metav1.OwnerReference{{Kind: "MachineConfigPool", Name: "worker", UID: "5d3c1a8e-7f42-4b9e-a1c3-9e8f7d6c5b4a", Controller: &yes}}},
 		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}},
 	}
