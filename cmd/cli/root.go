@@ -16,9 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -161,10 +159,8 @@ func oneLine(err error) string {
 }
 
 // Main runs a binary's tree on the process's arguments and exits; SIGINT
-// and SIGTERM cancel its context.
+// and SIGTERM cancel its context, and end the process if the command has
+// not returned StopGrace later (runUntilSignalled).
 func Main(newRoot func() *cobra.Command) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Execute(ctx, newRoot(), os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	os.Exit(runUntilSignalled(newRoot(), os.Args[1:], os.Stdout, os.Stderr, StopGrace))
 }

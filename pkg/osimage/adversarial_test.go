@@ -41,7 +41,7 @@ func TestPlanLayerRefusesOversizedRenderedConfig(t *testing.T) {
 		{Node: igntypes.Node{Path: "/etc/big"}, FileEmbedded1: igntypes.FileEmbedded1{Contents: pad}},
 	}}})
 	plan, err := PlanLayer(mc)
-	wantPlanRefused(t, plan, err, "rendered-worker-big", "spec.config", "more than the 1572864-byte cap")
+	wantPlanRefused(t, plan, err, "rendered MachineConfig rendered-worker-big is too large", "limit 1572864 (etcd's request size)")
 }
 
 func TestPlanLayerRefusesDecompressionBomb(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/ignres"
+	"github.com/kiln-dev/kiln/pkg/mcsize"
 )
 
 // CurrentConfigPath is where the MCD keeps the config a node runs; kiln puts
@@ -68,10 +69,11 @@ func PlanLayer(mc *mcfgv1.MachineConfig) (*Plan, error) {
 	if mc == nil || mc.Name == "" {
 		return nil, fmt.Errorf("planning layer: rendered MachineConfig has no metadata.name")
 	}
-	// A rendered config is never larger (MCO's cap, which render applies):
-	// refuse before parsing, so a huge file costs no memory.
-	if n := len(mc.Spec.Config.Raw); n > ignres.MaxRenderedConfig {
-		return nil, fmt.Errorf("planning layer for MachineConfig %s: spec.config is %d bytes, more than the %d-byte cap on a rendered config", mc.Name, n, ignres.MaxRenderedConfig)
+	// A rendered config is never larger than MCO's cap, measured as render
+	// and MCO measure it (pkg/mcsize: the object's compact JSON, not the
+	// indented file it was read from): refuse before parsing.
+	if err := mcsize.Check(mcsize.FromObject(mc, LabelPool)); err != nil {
+		return nil, fmt.Errorf("planning layer: %w", err)
 	}
 	cfg, err := parseIgnition(mc)
 	if err != nil {
@@ -123,6 +125,9 @@ func parseIgnition(mc *mcfgv1.MachineConfig) (igntypes.Config, error) {
 	raw := mc.Spec.Config.Raw
 	if len(raw) == 0 {
 		return igntypes.Config{}, nil
+	}
+	if err := ignres.CheckShape(raw); err != nil {
+		return igntypes.Config{}, fmt.Errorf("parsing spec.config of MachineConfig %s: %w", mc.Name, err)
 	}
 	cfg, rpt, err := ign.Parse(raw)
 	if err != nil {

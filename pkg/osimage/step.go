@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -214,16 +213,11 @@ const maxRenderedFile = 4 * ignres.MaxRenderedConfig
 
 // ReadRendered reads render's output, a full MachineConfig object.
 func ReadRendered(path string) (*mcfgv1.MachineConfig, error) {
-	f, err := os.Open(path)
+	b, truncated, err := step.ReadRegular(path, maxRenderedFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading rendered config: %w", err)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxRenderedFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading rendered config: %w", err)
-	}
-	if len(b) > maxRenderedFile {
+	if truncated {
 		return nil, fmt.Errorf("reading rendered config %s: over %d bytes; a rendered config is at most %d bytes (MCO's limit), so this file was not written by render", path, maxRenderedFile, ignres.MaxRenderedConfig)
 	}
 	mc := &mcfgv1.MachineConfig{}

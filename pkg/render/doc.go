@@ -49,7 +49,14 @@
 //     render decompresses for one pool, and the decompressed files, appends
 //     and CAs of the rendered config, at most 64 MiB each
 //     (ignres.MaxContent, the same cap image-build applies). A fetch is at
-//     most 16 MiB before decompression (Fetcher.MaxBytes).
+//     most 16 MiB before decompression (Fetcher.MaxBytes), and ends by a
+//     deadline per source (Fetcher.SourceDeadline, 60 s, all attempts
+//     together) and per render (Fetcher.RenderDeadline, 5 min).
+//   - The JSON of a config, an MC's own or a referenced one, nests at most
+//     16 levels and holds at most 131,072 values (ignres.CheckShape),
+//     checked before Ignition's parser, whose memory grows with every value,
+//     sees it. Ignition and MCO set no such cap: a config beyond it that MCO
+//     would accept with an "unused key" warning is refused.
 //   - The reconcilability check against the pool's current rendered config
 //     (spec.configuration.name, else status) names the input MC that sets
 //     the offending section; MCO re-runs the check per input and matches the

@@ -22,6 +22,8 @@ import (
 	v35translate "github.com/coreos/ignition/v2/config/v3_5/translate"
 	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/coreos/ignition/v2/config/validate"
+
+	"github.com/kiln-dev/kiln/pkg/ignres"
 )
 
 // coreUser is the only user MCO lets MachineConfigs manage.
@@ -40,10 +42,15 @@ func emptyConfig() ign35types.Config {
 // spec 3.5, the way MCO's ParseAndConvertConfig does: 3.x through Ignition's
 // own ParseCompatibleVersion; 2.x through Ignition's v2_2 parser, MCO's
 // duplicate removal, then ign-converter's 2.3→3.0 and Ignition's 3.x
-// translators. An empty raw config is the empty 3.5 config.
+// translators. An empty raw config is the empty 3.5 config. A config
+// deeper or larger than ignres.CheckShape allows is refused before
+// Ignition's parser, whose cost grows with every value, sees it.
 func parseConfig(raw []byte) (ign35types.Config, error) {
 	if len(raw) == 0 {
 		return emptyConfig(), nil
+	}
+	if err := ignres.CheckShape(raw); err != nil {
+		return ign35types.Config{}, err
 	}
 	cfg, rpt, err := ign35.ParseCompatibleVersion(raw)
 	if err == nil && !rpt.IsFatal() {

@@ -62,10 +62,19 @@ func NewMCOInputs(pool *mcfgv1.MachineConfigPool, all []*mcfgv1.MachineConfig, d
 	return &MCOInputs{Pool: pool, Defaults: d, Configs: sel}, nil
 }
 
-// ReadMCOInputs reads render/mco-inputs.json.
+// maxMCOInputs bounds mco-inputs.json: the pool's MachineConfigs, each at
+// most 1.5 MiB in etcd, indented; a pool with more than a few dozen large
+// ones is not one MCO could render either.
+const maxMCOInputs = 64 << 20
+
+// ReadMCOInputs reads render/mco-inputs.json, a regular file of at most
+// maxMCOInputs bytes.
 func ReadMCOInputs(ws step.Workspace) (*MCOInputs, error) {
 	path := MCOInputsPath(ws)
-	b, err := os.ReadFile(path)
+	b, truncated, err := step.ReadRegular(path, maxMCOInputs)
+	if err == nil && truncated {
+		err = fmt.Errorf("larger than %d bytes", maxMCOInputs)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the prediction's inputs (render's %s): %w", MCOInputsFile, err)
 	}

@@ -19,6 +19,14 @@ type Fetcher struct {
 	Client *http.Client
 	// Timeout bounds one attempt (default 30s).
 	Timeout time.Duration
+	// SourceDeadline bounds one source, all its attempts and waits
+	// between them together (default 60s): a server that trickles a byte
+	// at a time within each attempt's Timeout cannot hold render for
+	// Attempts times Timeout.
+	SourceDeadline time.Duration
+	// RenderDeadline bounds all of one render's fetches together
+	// (default 5m), whatever the number of sources.
+	RenderDeadline time.Duration
 	// MaxBytes caps one source as fetched, before decompression (default
 	// 16 MiB; the rendered config is capped at 1.5 MiB anyway). What a
 	// source inflates to is capped by ignres.MaxReferencedConfig and
@@ -31,6 +39,13 @@ type Fetcher struct {
 	Backoff time.Duration
 }
 
+// Defaults of the deadlines of remote sources. A source's leaves room for
+// the attempts of a server that answers, not for one trickling bytes.
+const (
+	DefaultFetchSourceDeadline = 60 * time.Second
+	DefaultFetchDeadline       = 5 * time.Minute
+)
+
 func (f *Fetcher) withDefaults() Fetcher {
 	out := *f
 	if out.Client == nil {
@@ -38,6 +53,12 @@ func (f *Fetcher) withDefaults() Fetcher {
 	}
 	if out.Timeout <= 0 {
 		out.Timeout = 30 * time.Second
+	}
+	if out.SourceDeadline <= 0 {
+		out.SourceDeadline = DefaultFetchSourceDeadline
+	}
+	if out.RenderDeadline <= 0 {
+		out.RenderDeadline = DefaultFetchDeadline
 	}
 	if out.MaxBytes <= 0 {
 		out.MaxBytes = 16 << 20
@@ -54,9 +75,29 @@ func (f *Fetcher) withDefaults() Fetcher {
 // permanentError is a failure a retry cannot fix.
 type permanentError struct{ error }
 
-// Fetch returns the body at u, retrying transient failures.
+// renderContext bounds one render's fetches by RenderDeadline; an error
+// past it says which deadline passed.
+func (f *Fetcher) renderContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := f.withDefaults().RenderDeadline
+	return context.WithTimeoutCause(ctx, d, fmt.Errorf("render's deadline for all remote sources (%s) passed", d))
+}
+
+// Fetch returns the body at u, retrying transient failures, within
+// SourceDeadline.
 func (f *Fetcher) Fetch(ctx context.Context, u string, headers http.Header) ([]byte, error) {
 	ff := f.withDefaults()
+	ctx, cancel := context.WithTimeoutCause(ctx, ff.SourceDeadline, fmt.Errorf("the deadline for one source (%s) passed", ff.SourceDeadline))
+	defer cancel()
+	body, err := ff.fetch(ctx, u, headers)
+	if err != nil && ctx.Err() != nil {
+		// Whatever the attempt said, the source ran out of time: say
+		// which deadline.
+		return nil, context.Cause(ctx)
+	}
+	return body, err
+}
+
+func (ff Fetcher) fetch(ctx context.Context, u string, headers http.Header) ([]byte, error) {
 	wait := ff.Backoff
 	var err error
 	for attempt := 1; attempt <= ff.Attempts; attempt++ {
@@ -72,7 +113,7 @@ func (f *Fetcher) Fetch(ctx context.Context, u string, headers http.Header) ([]b
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, context.Cause(ctx)
 		}
 		wait *= 2
 	}
@@ -82,7 +123,7 @@ func (f *Fetcher) Fetch(ctx context.Context, u string, headers http.Header) ([]b
 	return nil, fmt.Errorf("%w (after %d attempts)", err, ff.Attempts)
 }
 
-func (f *Fetcher) once(ctx context.Context, u string, headers http.Header) ([]byte, error) {
+func (f Fetcher) once(ctx context.Context, u string, headers http.Header) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)

@@ -64,6 +64,8 @@ func render(ctx context.Context, req Request) (*Result, error) {
 	if f == nil {
 		f = &Fetcher{}
 	}
+	ctx, cancel := f.renderContext(ctx)
+	defer cancel()
 	ps := make([]parsed, len(inputs))
 	inflated := inflationLimit()
 	for i, mc := range inputs {

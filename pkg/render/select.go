@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/mcsize"
 )
 
 // Labels and annotations render reads or writes.
@@ -20,11 +21,11 @@ const (
 	ManagedLabel = "kiln.dev/managed"
 	// GeneratedByAnnotation marks MCs MCO's controllers generate; they never
 	// override osImageURL (MCO's rule).
-	GeneratedByAnnotation = "machineconfiguration.openshift.io/generated-by-controller-version"
+	GeneratedByAnnotation = mcsize.GeneratedByAnnotation
 	// ReleaseVersionAnnotation carries the payload's release version.
-	ReleaseVersionAnnotation = "machineconfiguration.openshift.io/release-image-version"
+	ReleaseVersionAnnotation = mcsize.ReleaseVersionAnnotation
 	// OverriddenAnnotation is set when osImageURL differs from the payload's.
-	OverriddenAnnotation = "machineconfiguration.openshift.io/os-image-url-overridden"
+	OverriddenAnnotation = mcsize.OverriddenAnnotation
 	// InputsAnnotation lists the input MCs in merge order, comma separated.
 	InputsAnnotation = "kiln.dev/inputs"
 	// PoolLabel names the pool on the rendered config.

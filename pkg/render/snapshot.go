@@ -112,6 +112,9 @@ func (s snapshotter) reference(ctx context.Context, r ign35types.Resource, where
 	if err != nil {
 		return ign35types.Config{}, s.sourceError(r, where, err)
 	}
+	if err := ignres.CheckShape(body); err != nil {
+		return ign35types.Config{}, fmt.Errorf("MachineConfig %q: %s: %s: %w", s.mc, where, redact(*r.Source), err)
+	}
 	child, rpt, err := ign35.ParseCompatibleVersion(body)
 	if err != nil || rpt.IsFatal() {
 		if err == nil {

@@ -232,14 +232,22 @@ func Markdown(w io.Writer, lead string, rows []Row) {
 	}
 }
 
-// readJSON decodes path; ok is false when the file does not exist.
+// maxReportFile bounds a stage's report file: the largest is the rendered
+// config, at most 1.5 MiB as MCO stores it and a few times that indented.
+const maxReportFile = 32 << 20
+
+// readJSON decodes path; ok is false when the file does not exist. Only a
+// regular file is read, through maxReportFile.
 func readJSON(path string, into any) (bool, error) {
-	b, err := os.ReadFile(path)
+	b, truncated, err := step.ReadRegular(path, maxReportFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
+	}
+	if truncated {
+		return false, fmt.Errorf("%s: larger than %d bytes", filepath.Base(path), maxReportFile)
 	}
 	if err := json.Unmarshal(b, into); err != nil {
 		return false, fmt.Errorf("%s: %w", filepath.Base(path), err)

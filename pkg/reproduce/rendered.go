@@ -3,7 +3,6 @@ package reproduce
 import (
 	"bytes"
 	"fmt"
-	"os"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -31,8 +30,14 @@ func renderedConfig(img v1.Image, file string) (mc *mcfgv1.MachineConfig, hash s
 	var raw []byte
 	from := file
 	if file != "" {
-		if raw, err = os.ReadFile(file); err != nil {
+		// Only a regular file, through the cap: a FIFO or /dev/zero
+		// named here neither hangs nor fills memory.
+		var truncated bool
+		if raw, truncated, err = step.ReadRegular(file, maxRenderedBytes); err != nil {
 			return nil, "", fmt.Errorf("reading --rendered-config: %w", err)
+		}
+		if truncated {
+			raw = append(raw, 0) // one byte over: refused below
 		}
 	} else {
 		from = "the image's " + osimage.CurrentConfigPath

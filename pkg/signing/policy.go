@@ -151,6 +151,8 @@ func explain(err error) string {
 		return "the image has no sigstore signature (unsigned, or the tag now points at a different manifest than the one signed): " + msg
 	case strings.Contains(msg, "cryptographic signature verification failed"), strings.Contains(msg, "invalid signature"):
 		return "a signature exists but does not verify with this key (wrong key or tampered signature): " + msg
+	case strings.Contains(msg, "exceeded maximum allowed size"):
+		return fmt.Sprintf("a layer of the image's signature artifact is over the %d-byte limit containers/image reads (the node's CRI-O refuses the image for it too; image-sign drops such layers when it next signs): %s", MaxAttachmentSize, msg)
 	case strings.Contains(msg, "does not match"):
 		return "the signature was made for a different image: " + msg
 	}

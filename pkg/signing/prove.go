@@ -61,13 +61,9 @@ func Statements(ctx context.Context, r registry.Remote, image name.Digest, id tr
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := cosign.VerifyImageSignatures(ctx, image, co); err != nil {
-		return nil, fmt.Errorf("verifying the signature of %s with %s: %w", image, id, err)
-	}
-	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
-	atts, _, err := cosign.VerifyImageAttestations(ctx, image, co)
+	atts, err := verifyAttachments(ctx, image, co)
 	if err != nil {
-		return nil, fmt.Errorf("verifying the attestations of %s with %s: %w", image, id, err)
+		return nil, fmt.Errorf("verifying the signature and attestations of %s with %s: %w", image, id, err)
 	}
 	out := make([]intoto.Statement, 0, len(atts))
 	for _, att := range atts {

@@ -188,6 +188,11 @@ func publish(digest name.Digest, sv signature.Verifier, ro mutate.ReplaceOp, sig
 		if err != nil {
 			return err
 		}
+		// Layers over MaxAttachmentSize are dropped, unread: the node's
+		// CRI-O refuses an image whose .sig holds one.
+		if se, err = trim(se); err != nil {
+			return err
+		}
 		if se, err = mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd)); err != nil {
 			return err
 		}
@@ -317,13 +322,17 @@ func VerifiedStatements(ctx context.Context, r registry.Remote, image string, v 
 		SigVerifier:        v, IgnoreTlog: true, IgnoreSCT: true,
 		ClaimVerifier: cosign.SimpleClaimVerifier,
 	}
-	if _, _, err := cosign.VerifyImageSignatures(ctx, ref, co); err != nil {
-		return nil, fmt.Errorf("verifying the cosign signature of %s: %w", image, err)
+	d, ok := ref.(name.Digest)
+	if !ok {
+		desc, err := r.Head(ctx, ref)
+		if err != nil {
+			return nil, registry.Classify(err, "resolving", image)
+		}
+		d = ref.Context().Digest(desc.Digest.String())
 	}
-	co.ClaimVerifier = cosign.IntotoSubjectClaimVerifier
-	atts, _, err := cosign.VerifyImageAttestations(ctx, ref, co)
+	atts, err := verifyAttachments(ctx, d, co)
 	if err != nil {
-		return nil, fmt.Errorf("verifying the attestation of %s: %w", image, err)
+		return nil, fmt.Errorf("verifying the cosign signature and attestation of %s: %w", image, err)
 	}
 	var out []intoto.Statement
 	for _, att := range atts {

@@ -2,9 +2,11 @@ package step
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxCause bounds a cause file: a cause is read by people, and a build
@@ -55,11 +57,33 @@ func (w Workspace) ClearCause(stage string) error {
 	return nil
 }
 
-// ReadCause returns stage's recorded cause, "" when there is none.
+// MaxCauseRead bounds what ReadCause reads of a cause file. A stage writes
+// at most MaxCause runes (4 bytes each at most), but the file sits in a
+// shared workspace where anything may have replaced it: report must not
+// read a 200 MiB file whole, nor hang on a FIFO.
+const MaxCauseRead = 64 << 10
+
+// TruncatedMarker ends a cause that was cut at MaxCauseRead.
+const TruncatedMarker = " … (truncated)"
+
+// ReadCause returns stage's recorded cause, "" when there is none. Only a
+// regular file is read, and at most MaxCauseRead bytes of it; a longer one
+// ends with TruncatedMarker. What is not a regular file is reported as
+// such, in place of a cause.
 func (w Workspace) ReadCause(stage string) string {
-	b, err := os.ReadFile(w.CausePath(stage))
+	b, truncated, err := ReadRegular(w.CausePath(stage), MaxCauseRead)
+	if errors.Is(err, ErrNotRegular) {
+		return fmt.Sprintf("(cause file %s: %v)", stage+".error", ErrNotRegular)
+	}
 	if err != nil {
 		return ""
+	}
+	if truncated {
+		// The cut may fall inside a character: drop its partial bytes.
+		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.Valid(b[max(len(b)-utf8.UTFMax, 0):]); i++ {
+			b = b[:len(b)-1]
+		}
+		return strings.TrimSpace(string(b)) + TruncatedMarker
 	}
 	return strings.TrimSpace(string(b))
 }

@@ -5,6 +5,8 @@ import (
 	"compress/gzip"
 	"crypto/sha512"
 	"encoding/hex"
+	"fmt"
+	"strings"
 )
 
 // GzipZeros is a multi-stream gzip of mib blocks of 1 MiB of zeros, about
@@ -27,4 +29,22 @@ func SHA512Zeros(n int) string {
 		h.Write(block[:min(n, len(block))])
 	}
 	return "sha512-" + hex.EncodeToString(h.Sum(nil))
+}
+
+// NestedKeyBomb is an Ignition 3.5 config with keys unknown keys, each
+// holding JSON objects nested depth levels deep: valid JSON that Ignition
+// accepts with a warning, 6 bytes a level, and whose parse costs
+// memory with every level (github.com/coreos/vcontext keeps a node and its
+// position for each).
+func NestedKeyBomb(keys, depth int) string {
+	var b strings.Builder
+	b.WriteString(`{"ignition":{"version":"3.5.0"}`)
+	for i := 0; i < keys; i++ {
+		fmt.Fprintf(&b, `,"x-kiln-bomb-%d":`, i)
+		b.WriteString(strings.Repeat(`{"a":`, depth))
+		b.WriteString("1")
+		b.WriteString(strings.Repeat("}", depth))
+	}
+	b.WriteString("}")
+	return b.String()
 }
