@@ -177,7 +177,7 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	runDir := filepath.Join(l.out, "runs", pl.Run)
 	// A run folder left by a failed or killed attempt is replaced, not
 	// mixed in (localattempt.go says why).
-	att, err := startAttempt(l.w, runDir, pl.Run)
+	att, err := startAttempt(l.w, runDir, pl.Pool, pl.Run)
 	if err != nil {
 		return err
 	}
