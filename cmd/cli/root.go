@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
 // Binary names.
@@ -153,9 +154,11 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, out, errw 
 	return code
 }
 
-// oneLine joins a multi-error (errors.Join) into one line.
+// oneLine joins a multi-error (errors.Join) into one line, escaped
+// (termsafe): an error carries text from outside, such as a registry's
+// error message, and stderr is someone's terminal.
 func oneLine(err error) string {
-	return strings.Join(strings.Split(strings.TrimSpace(err.Error()), "\n"), "; ")
+	return termsafe.Escape(strings.Join(strings.Split(strings.TrimSpace(err.Error()), "\n"), "; "))
 }
 
 // Main runs a binary's tree on the process's arguments and exits; SIGINT

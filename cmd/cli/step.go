@@ -53,7 +53,7 @@ func newStage(s stage) *cobra.Command {
 				// The report shows the cause in the stage's row; failing
 				// to record it must not hide the error itself.
 				if werr := ws.WriteCause(cause, err); werr != nil {
-					fmt.Fprintf(c.ErrOrStderr(), "%s: recording the cause: %v\n", c.CommandPath(), werr)
+					fmt.Fprintf(c.ErrOrStderr(), "%s: recording the cause: %s\n", c.CommandPath(), oneLine(werr))
 				}
 				return &ranError{err: err}
 			}

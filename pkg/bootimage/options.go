@@ -220,6 +220,10 @@ func writeReport(path string, rep *Report) error {
 type progressWriter struct{ p *step.Progress }
 
 func (w progressWriter) Write(b []byte) (int, error) {
-	w.p.Printf("%s", strings.TrimRight(string(b), "\n"))
+	// Printf escapes a newline inside a line; the reconciler's own line
+	// breaks make one progress line each.
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		w.p.Printf("%s", line)
+	}
 	return len(b), nil
 }

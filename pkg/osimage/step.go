@@ -56,7 +56,7 @@ func DefaultBuildOptions() *BuildOptions {
 // Validate reports every bad flag at once.
 func (o *BuildOptions) Validate() error {
 	return step.ValidationErrors(o.Options.Validate(), step.Required("base", o.Base), step.Required("repository", o.Repository),
-		o.IdentityOptions.Validate())
+		o.IdentityOptions.Validate(), validKmodDigests(o.KmodDigests))
 }
 
 // Run builds (or reuses) the image and writes results and a report.
@@ -152,16 +152,19 @@ func writeBuildResults(results *step.Results, res *BuildResult) error {
 // the workspace, the base of the layered image (DESIGN §3), with the given
 // --base (the payload's) as the preflight reference.
 func (o *BuildOptions) kmodBase(ws step.Workspace, p *step.Progress) error {
-	k, ok, err := ws.KmodImage()
-	if err != nil || !ok {
-		return err
+	k, ok, err := checkKmodDigests(ws, o.KmodDigests)
+	if err != nil {
+		return fmt.Errorf("building image for pool %s: %w", o.Pool, err)
+	}
+	if !ok {
+		return nil
 	}
 	if o.PayloadBase == "" {
 		o.PayloadBase = o.Base
 	}
 	p.Printf("base: kmod image %s (payload base %s)", k.Image, o.PayloadBase)
 	o.Base = k.Image
-	o.KmodDigests = append(o.KmodDigests, k.Digest)
+	o.KmodDigests = withKmodDigest(o.KmodDigests, k.Digest)
 	return nil
 }
 

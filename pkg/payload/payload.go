@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -56,6 +57,15 @@ func FromObjects(cm *corev1.ConfigMap, cv *configv1.ClusterVersion) (Facts, erro
 	if f.BaseOSImage == "" {
 		return Facts{}, fmt.Errorf("reading payload: ConfigMap %s/%s: data.baseOSContainerImage is empty (and so is data.osImageURL)", Namespace, OSImageURLMap)
 	}
+	baseKey := "baseOSContainerImage"
+	if cm.Data[baseKey] == "" {
+		baseKey = "osImageURL"
+	}
+	for key, ref := range map[string]string{baseKey: f.BaseOSImage, "baseOSExtensionsContainerImage": f.ExtensionsImage} {
+		if err := checkRef(ref); err != nil {
+			return Facts{}, fmt.Errorf("reading payload: ConfigMap %s/%s: data.%s: %w", Namespace, OSImageURLMap, key, err)
+		}
+	}
 	if cv != nil {
 		if f.ReleaseVersion == "" {
 			f.ReleaseVersion = cv.Status.Desired.Version
@@ -77,4 +87,18 @@ func (f Facts) WithDriverToolkit(ctx context.Context, r registry.Remote) (Facts,
 	}
 	f.DriverToolkitImage = dtk
 	return f, nil
+}
+
+// checkRef parses a payload image reference strictly (registry and tag or
+// digest spelled out, as MCO's operator writes them), so that a value that
+// is no reference ("not a ref;$(id)") stops here rather than reach a
+// build argument or a command line; "" is left to the caller.
+func checkRef(s string) error {
+	if s == "" {
+		return nil
+	}
+	if _, err := name.ParseReference(s, name.StrictValidation); err != nil {
+		return fmt.Errorf("%q is not a fully qualified image reference: %w", s, err)
+	}
+	return nil
 }

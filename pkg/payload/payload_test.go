@@ -29,12 +29,20 @@ func TestFromObjects(t *testing.T) {
 		want    Facts
 		wantErr string
 	}{
-		{"all keys", cm(map[string]string{"baseOSContainerImage": "q/os@sha256:1", "baseOSExtensionsContainerImage": "q/ext:1", "releaseVersion": "4.20.0"}), cv,
-			Facts{BaseOSImage: "q/os@sha256:1", ExtensionsImage: "q/ext:1", ReleaseVersion: "4.20.0"}, ""},
-		{"legacy osImageURL", cm(map[string]string{"osImageURL": "q/legacy:1", "releaseVersion": "4.9.0"}), nil,
-			Facts{BaseOSImage: "q/legacy:1", ReleaseVersion: "4.9.0"}, ""},
-		{"release from ClusterVersion", cm(map[string]string{"baseOSContainerImage": "q/os:1"}), cv,
-			Facts{BaseOSImage: "q/os:1", ReleaseVersion: "4.21.1"}, ""},
+		{"all keys", cm(map[string]string{"baseOSContainerImage": "q.io/os@sha256:" + strings.Repeat("1", 64) + "", "baseOSExtensionsContainerImage": "q.io/ext:1", "releaseVersion": "4.20.0"}), cv,
+			Facts{BaseOSImage: "q.io/os@sha256:" + strings.Repeat("1", 64) + "", ExtensionsImage: "q.io/ext:1", ReleaseVersion: "4.20.0"}, ""},
+		{"legacy osImageURL", cm(map[string]string{"osImageURL": "q.io/legacy:1", "releaseVersion": "4.9.0"}), nil,
+			Facts{BaseOSImage: "q.io/legacy:1", ReleaseVersion: "4.9.0"}, ""},
+		{"release from ClusterVersion", cm(map[string]string{"baseOSContainerImage": "q.io/os:1"}), cv,
+			Facts{BaseOSImage: "q.io/os:1", ReleaseVersion: "4.21.1"}, ""},
+		{"base image that is no reference", cm(map[string]string{"baseOSContainerImage": "not a ref;$(id)"}), nil, Facts{},
+			`ConfigMap openshift-machine-config-operator/machine-config-osimageurl: data.baseOSContainerImage: "not a ref;$(id)" is not a fully qualified image reference`},
+		{"extensions image that is no reference", cm(map[string]string{"baseOSContainerImage": "q.io/os:1", "baseOSExtensionsContainerImage": "q.io/ext:$(id)"}), nil, Facts{},
+			`data.baseOSExtensionsContainerImage: "q.io/ext:$(id)" is not a fully qualified image reference`},
+		{"base image without a registry", cm(map[string]string{"baseOSContainerImage": "os:1"}), nil, Facts{},
+			`data.baseOSContainerImage: "os:1" is not a fully qualified image reference`},
+		{"legacy key that is no reference", cm(map[string]string{"osImageURL": "x y"}), nil, Facts{},
+			`data.osImageURL: "x y" is not a fully qualified image reference`},
 		{"no ConfigMap", nil, cv, Facts{}, "ConfigMap openshift-machine-config-operator/machine-config-osimageurl not found"},
 		{"no base image", cm(map[string]string{"releaseVersion": "4.20.0"}), nil, Facts{}, "data.baseOSContainerImage is empty"},
 	} {

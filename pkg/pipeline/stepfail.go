@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"strings"
 	"syscall"
+
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
 // TailLines is how many of a failed step's last log lines are kept: enough
@@ -113,14 +115,16 @@ func tailFile(path string, n int) []string {
 }
 
 // Describe writes the failure as local mode prints it: the task, the step
-// and how it ended, the last lines of its log, then the log's path.
+// and how it ended, the last lines of its log, then the log's path. The
+// cause and the log lines are escaped (termsafe): a log holds whatever the
+// step's tools printed, and a line cut at maxTailLine may end mid-rune.
 func (f *StepFailure) Describe(w io.Writer, task, taskName string) {
 	if taskName != "" && taskName != task {
 		task += " (Task " + taskName + ")"
 	}
 	fmt.Fprintf(w, "  task %s, step %s (%d of %d): %s\n", task, f.Step, f.Index, f.Count, f.Exit())
 	if f.Cause != "" {
-		fmt.Fprintf(w, "  cause: %s\n", f.Cause)
+		fmt.Fprintf(w, "  cause: %s\n", termsafe.Escape(f.Cause))
 	}
 	if len(f.Tail) > 0 {
 		if len(f.Tail) == 1 {
@@ -129,7 +133,7 @@ func (f *StepFailure) Describe(w io.Writer, task, taskName string) {
 			fmt.Fprintf(w, "  last %d lines of its log:\n", len(f.Tail))
 		}
 		for _, l := range f.Tail {
-			fmt.Fprintf(w, "    | %s\n", l)
+			fmt.Fprintf(w, "    | %s\n", termsafe.Escape(l))
 		}
 	}
 	fmt.Fprintf(w, "  log: %s\n", f.Log)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestTailFileKeepsTheLastLines(t *testing.T) {
@@ -67,5 +68,28 @@ func TestStepFailureNamesExitCodeOrSignal(t *testing.T) {
 				t.Errorf("Describe =\n%s\nwant\n%s", b.String(), want)
 			}
 		})
+	}
+}
+
+// A log line or cause that holds escape sequences, or a line cut inside a
+// rune, is printed escaped.
+func TestStepFailureDescribeEscapesLogLines(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "step.log")
+	cut := strings.Repeat("x", maxTailLine-1) + "é" // é straddles the cut
+	if err := os.WriteFile(log, []byte("\x1b[2J\x1b]0;owned\a\n"+cut+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := newStepFailure("build", 0, 1, log, exec.CommandContext(context.Background(), "sh", "-c", "exit 1").Run())
+	f.Cause = "denied \x1b[31mFAKE"
+	var b strings.Builder
+	f.Describe(&b, "render", "")
+	got := b.String()
+	for _, want := range []string{`cause: denied \x1b[31mFAKE`, `| \x1b[2J\x1b]0;owned\a`, `| ` + strings.Repeat("x", maxTailLine-1) + `\xc3…`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Describe lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.ContainsAny(got, "\x1b\a") || !utf8.ValidString(got) {
+		t.Errorf("Describe printed raw controls or invalid UTF-8: %q", got)
 	}
 }

@@ -169,6 +169,23 @@ func uniqueKeys(keys []ign22types.SSHAuthorizedKey) []ign22types.SSHAuthorizedKe
 	return out
 }
 
+// coreUserOnly refuses a passwd.users entry other than core. MCO's
+// render controller merges such a config, but its daemon refuses to apply
+// it ("ignition passwd user section contains unsupported changes: non-core
+// user", reconcilable in
+// https://github.com/openshift/machine-config-operator/blob/master/pkg/daemon/update.go),
+// so a pool given one degrades. kiln would bake it into the image first:
+// it is refused before the build, at every spec version (spec 2 configs
+// are refused earlier, on their way to spec 3, as MCO does).
+func coreUserOnly(cfg ign35types.Config) error {
+	for i, u := range cfg.Passwd.Users {
+		if u.Name != coreUser {
+			return fmt.Errorf("passwd.users[%d].name: user %q is not supported: MCO's daemon applies a config only when every user is %q (ignition passwd user section contains unsupported changes: non-core user)", i, u.Name, coreUser)
+		}
+	}
+	return nil
+}
+
 // validateConfig is MCO's ValidateIgnition for a parsed config: an empty
 // config is valid; otherwise Ignition's validation, then file modes, which
 // may not carry setuid, setgid or sticky bits.

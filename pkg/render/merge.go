@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/google/go-containerregistry/pkg/name"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -129,6 +130,13 @@ func validateSpec(mc *mcfgv1.MachineConfig) error {
 	case "", KernelDefault, KernelRealtime, Kernel64kPages:
 	default:
 		return fmt.Errorf("MachineConfig %q: spec.kernelType %q is not supported: want %q, %q or %q", mc.Name, mc.Spec.KernelType, KernelDefault, KernelRealtime, Kernel64kPages)
+	}
+	if u := mc.Spec.OSImageURL; u != "" {
+		// MCO passes it to rpm-ostree as a pull spec; kiln passes it on as
+		// BASE_IMAGE, so it must at least be an image reference.
+		if _, err := name.ParseReference(u); err != nil {
+			return fmt.Errorf("MachineConfig %q: spec.osImageURL %q: not an image reference: %w", mc.Name, u, err)
+		}
 	}
 	for i, ext := range mc.Spec.Extensions {
 		if !slices.Contains(SupportedExtensions, ext) {

@@ -114,6 +114,9 @@ func parseMC(ctx context.Context, s snapshotter, mc *mcfgv1.MachineConfig) (pars
 	if err := validateConfig(cfg); err != nil {
 		return p, step.InputRejected(fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err))
 	}
+	if err := coreUserOnly(cfg); err != nil {
+		return p, step.InputRejected(fmt.Errorf("MachineConfig %q: spec.config.%w", mc.Name, err))
+	}
 	if p.cfg, err = s.config(ctx, cfg, "spec.config.", 0); err != nil {
 		return p, err
 	}

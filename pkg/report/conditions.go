@@ -46,6 +46,7 @@ func MarkdownConditions(w io.Writer, conds []Condition) {
 	if len(conds) == 0 {
 		return
 	}
+	_, _, conds = safe("", nil, conds)
 	fmt.Fprintf(w, "\n### Conditions\n\n")
 	for _, c := range conds {
 		fmt.Fprintf(w, "- **%s=%s** (%s): %s\n", c.Type, c.Status, c.Reason, strings.ReplaceAll(c.Message, "\n", " "))

@@ -224,8 +224,10 @@ func counts(m map[string]int) string {
 }
 
 // Markdown writes the summary table, for where Markdown is rendered (a
-// GitOps pull request); log panes get Text.
+// GitOps pull request); log panes get Text. Every field is escaped (see
+// safe).
 func Markdown(w io.Writer, lead string, rows []Row) {
+	lead, rows, _ = safe(lead, rows, nil)
 	fmt.Fprintf(w, "## %s\n\n| stage | status | details |\n|---|---|---|\n", lead)
 	for _, r := range rows {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", r.Stage, displayStatus(r.Status), strings.ReplaceAll(r.text(), "|", `\|`))

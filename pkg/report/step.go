@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
 // Options are the flags of `kiln-steps report`.
@@ -96,6 +97,8 @@ func writeResults(res *step.Results, rows []Row) error {
 			break
 		}
 	}
+	// Escaped before it is cut, so that the cut result still fits.
+	cause = termsafe.Escape(cause)
 	if r := []rune(cause); len(r) > MaxFailure {
 		cause = string(r[:MaxFailure-1]) + "…"
 	}

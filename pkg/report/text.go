@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
 // Width is the report's line budget: the Tekton Dashboard's and tkn's log
@@ -78,8 +80,10 @@ func leadOutcome(outcome string, rows []Row) string {
 }
 
 // Text writes the summary as plain aligned text within Width columns for
-// log panes: a failed stage's cause, wrapped, in its row.
+// log panes: a failed stage's cause, wrapped, in its row. Every field is
+// escaped (see safe).
 func Text(w io.Writer, lead string, rows []Row, conds []Condition) {
+	lead, rows, conds = safe(lead, rows, conds)
 	for i, l := range wrap(lead, Width-2) {
 		if i > 0 {
 			l = "  " + l
@@ -115,6 +119,25 @@ func Text(w io.Writer, lead string, rows []Row, conds []Condition) {
 			fmt.Fprintln(w, l)
 		}
 	}
+}
+
+// safe escapes every field of the summary (termsafe): the trigger and
+// changes params, causes, image and object names and condition messages
+// come from outside (a PipelineRun's params, a registry's error message, a
+// cause file), and the summary is printed on terminals. Escaping at the
+// two writers, Text and Markdown, covers every field whatever its source.
+func safe(lead string, rows []Row, conds []Condition) (string, []Row, []Condition) {
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = Row{Stage: termsafe.Escape(r.Stage), Status: termsafe.Escape(r.Status),
+			Detail: termsafe.Escape(r.Detail), Cause: termsafe.Escape(r.Cause)}
+	}
+	cs := make([]Condition, len(conds))
+	for i, c := range conds {
+		cs[i] = Condition{Type: termsafe.Escape(c.Type), Status: termsafe.Escape(c.Status),
+			Reason: termsafe.Escape(c.Reason), Message: termsafe.Escape(c.Message)}
+	}
+	return termsafe.Escape(lead), out, cs
 }
 
 // text is the row's details in one line, led by the cause when the stage

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
 // Result is the outcome for one reproduced image.
@@ -56,7 +58,22 @@ const maxFilesShown = 40
 // WriteText prints the report: "identical IMAGE" per identical image,
 // and for a different one the differing manifest and config fields, then
 // each differing layer with its files, aligned.
+//
+// Every line is escaped (termsafe): file names, config fields and reasons
+// come from the images' layers and the registry.
 func (rep *Report) WriteText(w io.Writer) {
+	var b strings.Builder
+	rep.writeText(&b)
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if body, ok := strings.CutSuffix(line, "\n"); ok {
+			fmt.Fprintln(w, termsafe.Escape(body))
+		} else if line != "" {
+			fmt.Fprint(w, termsafe.Escape(line))
+		}
+	}
+}
+
+func (rep *Report) writeText(w io.Writer) {
 	for _, r := range rep.Images {
 		if r.Identical {
 			fmt.Fprintf(w, "identical %s\n", r.Image)

@@ -222,3 +222,16 @@ func TestReasonWraps(t *testing.T) {
 		}
 	}
 }
+
+// A file name from a layer is printed escaped: a name holding an escape
+// sequence cannot rewrite the terminal that shows the report.
+func TestReportTextEscapesNamesFromLayers(t *testing.T) {
+	rep := Report{}
+	rep.add(Result{Image: "r.io/x@sha256:1", Diff: &Diff{Layers: []LayerDiff{{Index: 1,
+		Files: []FileDiff{{Path: "/etc/\x1b]0;owned\a\u202etxt", Change: "added"}}}}}})
+	var out strings.Builder
+	rep.WriteText(&out)
+	if strings.ContainsAny(out.String(), "\x1b\a\u202e") || !strings.Contains(out.String(), `/etc/\x1b]0;owned\a\u202etxt`) {
+		t.Errorf("report text %q: want the file name escaped", out.String())
+	}
+}

@@ -102,7 +102,9 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	v := PolicyVerifier{Remote: r, RegistriesDir: o.Registry.ConfigDir, KeyPath: o.PolicyKey, OutDir: filepath.Join(out, "policy")}
 	var res Result
-	if dir != "" {
+	if err = checkAgreement(o.Workspace(), o.Pool, o.Image); err != nil {
+		res = Result{State: StateRefused}
+	} else if dir != "" {
 		res, err = o.runLocal(ctx, dir, out, v)
 	} else {
 		res, err = o.runCluster(ctx, s, v)

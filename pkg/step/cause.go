@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
 // MaxCause bounds a cause file: a cause is read by people, and a build
@@ -23,9 +25,13 @@ func (w Workspace) CausePath(stage string) string {
 
 // Cause is the one-line form of err that a stage's log ends with and its
 // cause file holds. Errors never carry secrets (no key, pull secret or
-// user-data is put in an error message), so it is safe to write.
+// user-data is put in an error message), so it is safe to write. They do
+// carry text from outside (a registry's error message, an object's name),
+// so control characters are escaped: the cause is shown on terminals by
+// the report and in the FAILURE result.
 func Cause(err error) string {
 	s := strings.Join(strings.Fields(strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")), " ")
+	s = termsafe.Escape(s)
 	if r := []rune(s); len(r) > MaxCause {
 		s = string(r[:MaxCause-1]) + "…"
 	}

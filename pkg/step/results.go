@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/tektoncd/pipeline/pkg/result"
+
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
 // MaxResultBytes is the size of a container termination message, which is
@@ -46,11 +48,19 @@ func NewResults(dir string) *Results {
 }
 
 // Set records a result. A later Set of the same name replaces the value.
+//
+// The value is escaped (termsafe): results are shown by tkn and the
+// Dashboard and passed on as the pipeline's results, and some carry text
+// from outside (FAILURE holds a registry's error message). Escaping keeps
+// an object result valid JSON with the same meaning: json.Marshal already
+// escapes C0 controls and replaces bytes that are not UTF-8, so all that
+// can remain is a C1 or bidi rune, and its \uNNNN form is JSON's escape of
+// the same rune.
 func (r *Results) Set(name, value string) error {
 	if !resultName.MatchString(name) {
 		return fmt.Errorf("setting result %q: name must match %s", name, resultName)
 	}
-	r.values[name] = value
+	r.values[name] = termsafe.Escape(value)
 	return nil
 }
 

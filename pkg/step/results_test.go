@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"github.com/tektoncd/pipeline/pkg/result"
 )
@@ -137,5 +138,34 @@ func TestResultsName(t *testing.T) {
 		if err := r.Set(good, "v"); err != nil {
 			t.Errorf("Set(%q): %v", good, err)
 		}
+	}
+}
+
+// Result values are stored escaped (termsafe), and an object result stays
+// the JSON of the same object.
+func TestResultValuesAreTerminalSafe(t *testing.T) {
+	dir := t.TempDir()
+	r := NewResults(dir)
+	if err := r.Set("FAILURE", "denied \x1b[2J\a"); err != nil {
+		t.Fatal(err)
+	}
+	obj := map[string]string{"uri": "oci://r.io/x\u202e\u0085", "digest": "sha256:1"}
+	if err := r.SetObject("BASE", obj); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Write(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "FAILURE"))
+	if diff := cmp.Diff(`denied \x1b[2J\a`, string(got)); diff != "" {
+		t.Errorf("FAILURE (-want +got):\n%s", diff)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "BASE"))
+	var back map[string]string
+	if err := json.Unmarshal(b, &back); err != nil || strings.ContainsRune(string(b), '\u202e') {
+		t.Fatalf("BASE %q: %v", b, err)
+	}
+	if diff := cmp.Diff(obj, back); diff != "" {
+		t.Errorf("BASE decoded (-want +got):\n%s", diff)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/pipeline"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
 // LocalOptions are local mode's own settings (cmd/trigger flags).
@@ -177,7 +178,7 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	runDir := filepath.Join(l.out, "runs", pl.Run)
 	// A run folder left by a failed or killed attempt is replaced, not
 	// mixed in (localattempt.go says why).
-	att, err := startAttempt(l.w, runDir, pl.Run)
+	att, err := startAttempt(l.w, runDir, pl.Pool, pl.Run)
 	if err != nil {
 		return err
 	}
@@ -185,7 +186,9 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
-	fmt.Fprintf(l.w, "pool %s: inputs changed (%s: %s), running %s\n", pl.Pool, pl.Trigger, pl.Changes, pl.Run)
+	// Changes names objects from the folder: escaped, as every line of
+	// outside text kiln prints.
+	fmt.Fprintf(l.w, "pool %s: inputs changed (%s: %s), running %s\n", pl.Pool, pl.Trigger, termsafe.Escape(pl.Changes), pl.Run)
 	params := map[string]string{
 		"pool": pl.Pool, "repository": l.host + "/kiln/node-image-" + pl.Pool, "source": "dir:" + l.src,
 		"trigger": pl.Trigger, "changes": pl.Changes,

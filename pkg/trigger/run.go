@@ -80,7 +80,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	c := &Controller{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Namespace: o.Namespace,
-		Recorder: mgr.GetEventRecorderFor("kiln-trigger"),
+		Recorder: SafeRecorder(mgr.GetEventRecorderFor("kiln-trigger")),
 		Settle:   o.Settle, MaxSettle: o.MaxSettle, Insecure: o.Insecure,
 	}
 	// The trigger's own reads go through the cluster's registries (remote.go).
@@ -90,7 +90,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	sync := &kmod.Sync{
 		Client: mgr.GetClient(), Namespace: o.Namespace,
-		Recorder: mgr.GetEventRecorderFor("kiln-kmm-day0"),
+		Recorder: SafeRecorder(mgr.GetEventRecorderFor("kiln-kmm-day0")),
 		Exists:   c.kmodImageExists,
 	}
 	if err := sync.SetupWithManager(mgr); err != nil {

@@ -2,6 +2,8 @@ package trigger
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strconv"
@@ -73,7 +75,10 @@ const (
 // they show no labels. The name is not what keeps one run per fingerprint:
 // decide finds runs by the fingerprint label, on a live list, and
 // controller-runtime never reconciles one pool twice at once. A name too
-// long for a label value drops the trigger, then shortens the pool.
+// long for a label value drops the trigger, then shortens the pool; a
+// shortened pool is followed by a hash of its whole name, so that two
+// pools whose names share a prefix never share a run name (local mode
+// names each run's folder after it). Names that fit are as they were.
 func RunName(pool, trigger, sum string) string {
 	if n := "kiln-" + pool + "-" + trigger + "-" + sum[:10]; len(n) <= maxRunName {
 		return n
@@ -81,8 +86,15 @@ func RunName(pool, trigger, sum string) string {
 	if n := "kiln-" + pool + "-" + sum[:10]; len(n) <= maxRunName {
 		return n
 	}
-	return "kiln-" + strings.TrimRight(pool[:maxRunName-len("kiln--")-10], "-.") + "-" + sum[:10]
+	h := sha256.Sum256([]byte(pool))
+	tag := hex.EncodeToString(h[:])[:poolHashLen]
+	keep := maxRunName - len("kiln---") - poolHashLen - 10
+	return "kiln-" + strings.TrimRight(pool[:keep], "-.") + "-" + tag + "-" + sum[:10]
 }
+
+// poolHashLen is how many hex digits of the pool name's SHA-256 a
+// shortened run name carries.
+const poolHashLen = 8
 
 // rolloutTasks are the pipeline tasks that change the cluster. A run that
 // reached one is allowed to finish; cancelling it mid-way would leave a

@@ -21,12 +21,12 @@ BASE_IMG = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + "1" * 64
 EXT_IMG = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:" + "2" * 64
 ROLE = "machineconfiguration.openshift.io/role"
 
-def payload(release="4.20.0", with_cm=True, cv_version=None):
+def payload(release="4.20.0", with_cm=True, cv_version=None, base=BASE_IMG):
     docs = []
     if with_cm:
         docs.append({"apiVersion": "v1", "kind": "ConfigMap",
                      "metadata": {"name": "machine-config-osimageurl", "namespace": "openshift-machine-config-operator", "resourceVersion": "11"},
-                     "data": {"releaseVersion": release, "baseOSContainerImage": BASE_IMG,
+                     "data": {"releaseVersion": release, "baseOSContainerImage": base,
                               "baseOSExtensionsContainerImage": EXT_IMG, "osImageURL": ""}})
     if cv_version:
         docs.append({"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
@@ -204,6 +204,9 @@ BAD["mode-04755"] = bad_base() + [mc("10-bad", config=ign(storage={"files": [f3(
 BAD["mode-01777"] = bad_base() + [mc("10-bad", config=ign(storage={"files": [f3("/etc/sticky", "x", mode=0o1777)]}))]
 BAD["spec2-mode-02755"] = bad_base() + [mc("10-bad", config={"ignition": {"version": "2.2.0"}, "storage": {"files": [f2("/etc/sgid", "x", 0o2755)]}})]
 BAD["spec2-non-core-user"] = bad_base() + [mc("10-bad", config={"ignition": {"version": "2.2.0"}, "passwd": {"users": [{"name": "alice", "sshAuthorizedKeys": [KEY_A]}]}})]
+BAD["spec3-non-core-user"] = bad_base() + [mc("10-bad", config=ign(passwd={"users": [{"name": "core", "sshAuthorizedKeys": [KEY_A]}, {"name": "root", "sshAuthorizedKeys": [KEY_B]}]}))]
+BAD["mc-osimageurl-not-a-ref"] = bad_base() + [mc("10-bad", osImageURL="not a ref;$(id)")]
+BAD["payload-base-image-not-a-ref"] = (base_worker(), "worker", payload(base="not a ref;$(id)"))
 BAD["unknown-kerneltype"] = bad_base() + [mc("10-bad", kernelType="lowlatency")]
 BAD["unsupported-extension"] = bad_base() + [mc("10-bad", extensions=["usbguard", "wireshark"])]
 BAD["kernel-devel-realtime"] = bad_base() + [mc("05-rt", kernelType="realtime"), mc("10-devel", extensions=["kernel-devel"])]

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path"
 	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
 )
 
 // KernelVersionVar is the one placeholder seed 003 allows in filesToSign.
@@ -21,6 +23,9 @@ const FilesToSignField = "spec.osMapping.sign.filesToSign"
 // ModuleDay0 that reaches kmod-sign with nothing to sign is refused before
 // anything is pushed.
 func (m *ModuleDay0) Validate() error {
+	if err := m.validateImages(); err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", m.Namespace, m.Name, err)
+	}
 	sign := m.Spec.OSMapping.Sign
 	if sign == nil {
 		return nil
@@ -30,6 +35,39 @@ func (m *ModuleDay0) Validate() error {
 	}
 	return nil
 }
+
+// validateImages parses containerImage and sign.unsignedImage as image
+// references and refuses an unsignedImage that names containerImage: the
+// CRD's CEL rule compares the strings (with its message); two spellings of
+// one reference ("quay.io/x" and "quay.io/x:latest") are refused too, as
+// kmod-sign would otherwise overwrite the image it signs from.
+func (m *ModuleDay0) validateImages() error {
+	om := m.Spec.OSMapping
+	target, err := name.ParseReference(om.ContainerImage)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ContainerImageField, err)
+	}
+	if om.Sign == nil || om.Sign.UnsignedImage == "" {
+		return nil
+	}
+	if om.Sign.UnsignedImage == om.ContainerImage {
+		return errors.New(`spec.osMapping: Invalid value: "object": sign.unsignedImage must differ from containerImage`)
+	}
+	unsigned, err := name.ParseReference(om.Sign.UnsignedImage)
+	if err != nil {
+		return fmt.Errorf("%s: %w", UnsignedImageField, err)
+	}
+	if unsigned.Name() == target.Name() {
+		return fmt.Errorf("%s %q: names the same image as %s %q (%s)", UnsignedImageField, om.Sign.UnsignedImage, ContainerImageField, om.ContainerImage, target.Name())
+	}
+	return nil
+}
+
+// Field paths of the image references, for errors.
+const (
+	ContainerImageField = "spec.osMapping.containerImage"
+	UnsignedImageField  = "spec.osMapping.sign.unsignedImage"
+)
 
 // ValidateFilesToSign checks the patterns alone (what they match is
 // checked against the image by kmod-sign).
