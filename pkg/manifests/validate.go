@@ -49,26 +49,23 @@ func checkKnown(s *runtime.Scheme, gvk schema.GroupVersionKind) error {
 	return nil
 }
 
-// nameRules are the apiserver's name rules for the kinds that do not use
-// the DNS subdomain rule (k8s.io/kubernetes pkg/apis/core/validation).
-var nameRules = map[schema.GroupKind]apivalidation.ValidateNameFunc{
-	{Kind: "Namespace"}: apivalidation.ValidateNamespaceName,
-	{Kind: "Service"}:   apivalidation.NameIsDNS1035Label,
-}
-
 // nameRule is the rule the apiserver applies to the name of an object of
-// kind gk: DNS subdomain for custom resources and most built-in kinds. For
-// groups kiln does not read, only the rule every resource path enforces
-// (no "/" or "%", not "." or ".."), since RBAC names such as
-// "system:controller:x" are valid there.
+// kind gk: DNS subdomain for every custom resource (apiextensions-apiserver
+// validates every CR's name so) and most built-in kinds; the exceptions
+// kiln may meet in a folder are from k8s.io/kubernetes pkg/apis/core and
+// pkg/apis/rbac validation: namespaces are DNS labels, services RFC 1035
+// labels, RBAC objects only path segments (names such as
+// "system:controller:x" are valid there).
 func nameRule(gk schema.GroupKind) apivalidation.ValidateNameFunc {
-	if f, ok := nameRules[gk]; ok {
-		return f
+	switch {
+	case gk == schema.GroupKind{Kind: "Namespace"}:
+		return apivalidation.ValidateNamespaceName
+	case gk == schema.GroupKind{Kind: "Service"}:
+		return apivalidation.NameIsDNS1035Label
+	case gk.Group == "rbac.authorization.k8s.io":
+		return path.ValidatePathSegmentName
 	}
-	if readGroups[gk.Group] {
-		return apivalidation.NameIsDNSSubdomain
-	}
-	return path.ValidatePathSegmentName
+	return apivalidation.NameIsDNSSubdomain
 }
 
 // validateMeta applies the apiserver's ObjectMeta validation: a name by
