@@ -22,7 +22,7 @@ func TestLoadDirRefusesMachineSetNamedLikeAPath(t *testing.T) {
 	src, out := t.TempDir(), t.TempDir()
 	writeManifests(t, src, gcpMachineSet(t, "../../x", "projects/p/global/images/a"))
 	_, err := LoadDir(src, out)
-	want := `MachineSet openshift-machine-api/../../x: [metadata.name: Invalid value: "../../x": a lowercase RFC 1123 subdomain`
+	want := `MachineSet openshift-machine-api/../../x: metadata.name: Invalid value: "../../x": a lowercase RFC 1123 subdomain`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v\nwant it to contain %q", err, want)
 	}

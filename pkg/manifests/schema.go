@@ -101,7 +101,7 @@ func newCRDSchema(v apiextensionsv1.CustomResourceDefinitionVersion) (*crdSchema
 
 // validateSchema validates obj (the object as written, decoded into plain
 // JSON values) against its CRD, as the apiserver's custom resource strategy
-// does on create: defaults applied, status dropped when it is a
+// does on create: nulls the schema does not allow dropped, defaults applied, status dropped when it is a
 // subresource, the OpenAPI schema (required, minProperties, enum, patterns,
 // ...), embedded objects' metadata, list-type invariants, then the
 // x-kubernetes-validations CEL rules, unless errs (the metadata's, and the
@@ -123,6 +123,10 @@ func validateSchema(gvk schema.GroupVersionKind, obj map[string]any, errs field.
 	if s.status {
 		delete(obj, "status")
 	}
+	// As the apiserver's decoder does: nulls where the schema does not
+	// allow them are dropped (a Go client's omitted slices arrive so), then
+	// defaults are applied.
+	structuraldefaulting.PruneNonNullableNullsWithoutDefaults(obj, s.structural)
 	structuraldefaulting.Default(obj, s.structural)
 	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, obj, s.validator)...)
 	errs = append(errs, schemaobjectmeta.Validate(nil, obj, s.structural, false)...)
