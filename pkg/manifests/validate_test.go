@@ -51,7 +51,7 @@ var refused = []struct {
 		[]string{`metadata.annotations: Too long: may not be more than 262144 bytes`}},
 	{"generateName only", cmHead + "metadata: {generateName: a-}\n",
 		[]string{`metadata.generateName: Forbidden: a manifest folder is applied: give metadata.name`}},
-	{"ConfigMap key that is a path", cmHead + "metadata: {name: a}\ndata: {../x: v}\n",
+	{"ConfigMap key that is a path", cmHead + "metadata: {name: a, namespace: kmm}\ndata: {../x: v}\n",
 		[]string{`data[../x]: Invalid value: "../x": a valid config key must consist of alphanumeric characters`}},
 	{"empty machineConfigPoolSelector", mdHead + "metadata: {name: a, namespace: kmm}\nspec:\n  machineConfigPoolSelector: {}\n  osMapping: {containerImage: \"quay.io/example/os:kmod\"}\n",
 		[]string{`ModuleDay0 kmm/a: spec.machineConfigPoolSelector: Invalid value: 0: spec.machineConfigPoolSelector in body should have at least 1 properties`}},
