@@ -161,7 +161,12 @@ func (r *reader) decode(raw []byte, where string) error {
 		mergeStringData(t)
 		return r.accept(t, *gvk, raw, where)
 	default:
-		return r.accept(obj, *gvk, raw, where)
+		if !meta.IsListType(obj) {
+			return r.accept(obj, *gvk, raw, where)
+		}
+		if items, err = typedListItems(raw, *gvk); err != nil {
+			return err
+		}
 	}
 	for i, item := range items {
 		if err := r.decode(item.Raw, fmt.Sprintf("%s items[%d]", where, i)); err != nil {
@@ -207,6 +212,42 @@ func (r *reader) check(obj runtime.Object, gvk schema.GroupVersionKind, raw []by
 		return step.InputRejected(errs.ToAggregate())
 	}
 	return nil
+}
+
+// typedListItems splits a typed list (ImageDigestMirrorSetList, say) into
+// its items, each given the list's apiVersion and the item kind when it
+// does not name them, so that every item is checked and handed over as
+// the object the apiserver would store.
+func typedListItems(raw []byte, gvk schema.GroupVersionKind) ([]runtime.RawExtension, error) {
+	u, err := toUnstructured(raw)
+	if err != nil {
+		return nil, err
+	}
+	list, _, err := unstructured.NestedSlice(u.Object, "items")
+	if err != nil {
+		return nil, err
+	}
+	kind := strings.TrimSuffix(gvk.Kind, "List")
+	out := make([]runtime.RawExtension, 0, len(list))
+	for i, it := range list {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("items[%d]: not an object", i)
+		}
+		item := &unstructured.Unstructured{Object: m}
+		if item.GetAPIVersion() == "" {
+			item.SetAPIVersion(gvk.GroupVersion().String())
+		}
+		if item.GetKind() == "" {
+			item.SetKind(kind)
+		}
+		b, err := item.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("items[%d]: %w", i, err)
+		}
+		out = append(out, runtime.RawExtension{Raw: b})
+	}
+	return out, nil
 }
 
 // toUnstructured decodes a document into plain JSON values (int64 and

@@ -174,3 +174,24 @@ func write(t *testing.T, dir, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestWalkSplitsTypedLists: a typed list (MachineConfigList) is handed
+// over item by item, each checked as a single object: an item named like
+// a path is refused naming its index.
+func TestWalkSplitsTypedLists(t *testing.T) {
+	objs, err := walkOne(t, "l.yaml", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigList\nitems:\n- metadata: {name: a}\n- metadata: {name: b}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range objs {
+		got = append(got, manifests.ObjectName(o))
+	}
+	if strings.Join(got, ",") != "MachineConfig a,MachineConfig b" {
+		t.Fatalf("got %v", got)
+	}
+	_, err = walkOne(t, "l.yaml", "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfigList\nitems:\n- metadata: {name: ../x}\n")
+	if err == nil || !strings.Contains(err.Error(), `l.yaml: document 1: items[0]: MachineConfig ../x: metadata.name: Invalid value: "../x"`) {
+		t.Fatalf("error %v", err)
+	}
+}
