@@ -11,11 +11,11 @@ import (
 	"github.com/kiln-dev/kiln/pkg/manifests"
 )
 
-// FuzzDecode feeds arbitrary streams to the reader every stage uses. It
+// FuzzDecodeAcceptsOnlyNames feeds arbitrary streams to the reader. It
 // must not panic, and whatever it accepts has a name that is a single
 // path segment (no "/", not "." or ".."), at most 253 characters, and
 // appears once: what kiln may later turn into a path or a run name.
-func FuzzDecode(f *testing.F) {
+func FuzzDecodeAcceptsOnlyNames(f *testing.F) {
 	for _, tc := range refused {
 		f.Add([]byte(tc.manifest))
 	}
