@@ -9,6 +9,15 @@
 // field is an error naming the file, the object and the field path, never
 // silently dropped. A Secret's stringData is merged into data as the
 // apiserver does on write, so every reader sees one form.
+//
+// A folder is held to what `kubectl apply --dry-run=server` would accept,
+// with the apiserver's own words: a kind or version unknown in a group
+// kiln reads, an invalid name, namespace, label or annotation
+// (k8s.io/apimachinery's ObjectMeta validation), a ConfigMap or Secret
+// key, a custom resource its CRD's OpenAPI schema or CEL rules refuse
+// (k8s.io/apiextensions-apiserver, against the embedded CRDs) and a second
+// object of the same kind, namespace and name are errors naming the file
+// and the object. Only regular files are read, each through a size cap.
 package manifests
 
 import (
