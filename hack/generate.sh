@@ -12,3 +12,8 @@ fi
 cd "$root"
 "$gen" object paths=./pkg/apis/...
 "$gen" crd:crdVersions=v1 paths=./pkg/apis/... output:crd:artifacts:config=config/crd
+# The folder reader validates custom resources against the CRDs it embeds.
+mkdir -p pkg/manifests/crds
+for f in config/crd/*.yaml; do
+  [ "$(basename "$f")" = kustomization.yaml ] || cp "$f" pkg/manifests/crds/
+done

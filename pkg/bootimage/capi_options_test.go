@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -30,8 +29,7 @@ func TestStepLocalModeCAPI(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "version"},
 		Status: configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.20.3"},
 			History: []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.20.3"}}}}
-	mc := &operatorv1.MachineConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "operator.openshift.io/v1", Kind: "MachineConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: MachineConfigurationName}}
+	mc := folderMachineConfiguration()
 	stale := template(t, awsTemplateYAML, "ami-0123456789abcdef0")
 	current := template(t, awsTemplateYAML, "ami-0a1b2c3d4e5f60718")
 	current.SetName("ci-7xk2p-worker-us-east-1b")

@@ -20,6 +20,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/apis"
 	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
 	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/safepath"
 )
 
 // Dir is a Cluster on a folder of manifests (local/GitOps mode). Reads come
@@ -172,9 +173,12 @@ func (d *Dir) PatchMachineConfigurationStatus(_ context.Context, mc *operatorv1.
 	return d.write("", "machineconfiguration_"+next.Name, next)
 }
 
+// write writes o to Output/sub/name.yaml. name comes from the object's
+// namespace and name, which the loader validated; the path is still
+// checked to be one element and written through safepath, so no name can
+// place a file outside Output.
 func (d *Dir) write(sub, name string, o any) error {
-	dir := filepath.Join(d.Output, sub)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := safepath.Element(name + ".yaml"); err != nil {
 		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	b, err := yaml.Marshal(o)
@@ -185,7 +189,7 @@ func (d *Dir) write(sub, name string, o any) error {
 	if sub == "secrets" {
 		mode = 0o600
 	}
-	return os.WriteFile(filepath.Join(dir, name+".yaml"), b, mode)
+	return safepath.WriteFile(d.Output, filepath.Join(sub, name+".yaml"), b, mode)
 }
 
 // BootImageHistory implements Cluster.

@@ -3,6 +3,7 @@ package bootimage
 import (
 	"encoding/json"
 	"fmt"
+	operatorv1 "github.com/openshift/api/operator/v1"
 	"os"
 	"reflect"
 	"sort"
@@ -128,3 +129,19 @@ func keys(m map[string]any) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// folderMachineConfiguration is the MachineConfiguration of a manifest
+// folder, valid as the apiserver (and so the folder reader) requires:
+// openshift/api always serialises sshkey, whose schema requires actions,
+// and managementState must be set.
+func folderMachineConfiguration() *operatorv1.MachineConfiguration {
+	return &operatorv1.MachineConfiguration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "operator.openshift.io/v1", Kind: "MachineConfiguration"},
+		ObjectMeta: metav1.ObjectMeta{Name: MachineConfigurationName},
+		Spec: operatorv1.MachineConfigurationSpec{
+			StaticPodOperatorSpec: operatorv1.StaticPodOperatorSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+			NodeDisruptionPolicy: operatorv1.NodeDisruptionPolicyConfig{SSHKey: operatorv1.NodeDisruptionPolicySpecSSHKey{
+				Actions: []operatorv1.NodeDisruptionPolicySpecAction{{Type: operatorv1.NoneSpecAction}}}},
+		},
+	}
+}

@@ -8,7 +8,6 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -217,8 +216,7 @@ func localFleet(t *testing.T, data map[string][]byte, stringData map[string]stri
 		ObjectMeta: metav1.ObjectMeta{Name: "version"},
 		Status: configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "4.20.3"},
 			History: []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "4.20.3"}}}}
-	mc := &operatorv1.MachineConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "operator.openshift.io/v1", Kind: "MachineConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: MachineConfigurationName}}
+	mc := folderMachineConfiguration()
 	sec := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: "worker-user-data", Namespace: MachineAPINamespace}, Data: data, StringData: stringData}
 	stale := machineSet(t, "ci-worker-us-east-1a", awsSpec("ami-0123456789abcdef0", "us-east-1"))

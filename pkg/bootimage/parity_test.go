@@ -11,7 +11,6 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
-	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -231,8 +230,7 @@ func isolationCluster(t *testing.T, stream string, objs ...any) *Dir {
 	cv := cvWith("4.20.3", configv1.CompletedUpdate)
 	cv.TypeMeta = metav1.TypeMeta{APIVersion: "config.openshift.io/v1", Kind: "ClusterVersion"}
 	cv.Name = "version"
-	mc := &operatorv1.MachineConfiguration{TypeMeta: metav1.TypeMeta{APIVersion: "operator.openshift.io/v1", Kind: "MachineConfiguration"},
-		ObjectMeta: metav1.ObjectMeta{Name: MachineConfigurationName}}
+	mc := folderMachineConfiguration()
 	secret := &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{Name: "worker-user-data", Namespace: MachineAPINamespace}, Data: map[string][]byte{UserDataKey: []byte(stubV35)}}
 	writeManifests(t, src, append([]any{inf, cm, cv, mc, secret}, objs...)...)

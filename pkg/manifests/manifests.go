@@ -9,6 +9,15 @@
 // field is an error naming the file, the object and the field path, never
 // silently dropped. A Secret's stringData is merged into data as the
 // apiserver does on write, so every reader sees one form.
+//
+// A folder is held to what `kubectl apply --dry-run=server` would accept,
+// with the apiserver's own words: a kind or version unknown in a group
+// kiln reads, an invalid name, namespace, label or annotation
+// (k8s.io/apimachinery's ObjectMeta validation), a ConfigMap or Secret
+// key, a custom resource its CRD's OpenAPI schema or CEL rules refuse
+// (k8s.io/apiextensions-apiserver, against the embedded CRDs) and a second
+// object of the same kind, namespace and name are errors naming the file
+// and the object. Only regular files are read, each through a size cap.
 package manifests
 
 import (
@@ -18,16 +27,17 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/kiln-dev/kiln/pkg/step"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -39,13 +49,16 @@ import (
 // object for kinds kiln's scheme knows, *unstructured.Unstructured for the
 // others (Cluster API kinds, say), so each caller keeps what it reads. A
 // document without apiVersion and kind is an error naming the file and
-// the document.
+// the document; so is an object the apiserver would refuse (see check)
+// and a second object of the same kind, namespace and name.
+//
+// Only regular files (or symlinks to one) of at most MaxFileBytes are
+// read; anything else named like a manifest is an error naming it.
 func Walk(dir string, fn func(runtime.Object) error) error {
-	scheme, err := apis.NewScheme()
+	r, err := newReader(fn)
 	if err != nil {
 		return err
 	}
-	dec := strictDecoder(scheme)
 	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -55,12 +68,11 @@ func Walk(dir string, fn func(runtime.Object) error) error {
 		default:
 			return nil
 		}
-		f, err := os.Open(path)
+		b, err := readManifest(path, d)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		return decodeStream(dec, path, f, fn)
+		return r.stream(path, b)
 	})
 	if err != nil {
 		return fmt.Errorf("loading manifests from %s: %w", dir, err)
@@ -70,11 +82,32 @@ func Walk(dir string, fn func(runtime.Object) error) error {
 
 // Decode reads one manifest stream named name, as Walk reads a file.
 func Decode(name string, in io.Reader, fn func(runtime.Object) error) error {
-	scheme, err := apis.NewScheme()
+	r, err := newReader(fn)
 	if err != nil {
 		return err
 	}
-	return decodeStream(strictDecoder(scheme), name, in, fn)
+	b, err := readCapped(name, in)
+	if err != nil {
+		return err
+	}
+	return r.stream(name, b)
+}
+
+// reader decodes the documents of one folder (or stream), remembering
+// where each object was first seen.
+type reader struct {
+	scheme *runtime.Scheme
+	dec    runtime.Decoder
+	fn     func(runtime.Object) error
+	seen   map[objectKey]string
+}
+
+func newReader(fn func(runtime.Object) error) (*reader, error) {
+	scheme, err := apis.NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	return &reader{scheme: scheme, dec: strictDecoder(scheme), fn: fn, seen: map[objectKey]string{}}, nil
 }
 
 // strictDecoder refuses unknown and duplicate fields, the checks the
@@ -84,10 +117,10 @@ func strictDecoder(scheme *runtime.Scheme) runtime.Decoder {
 	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
 }
 
-func decodeStream(dec runtime.Decoder, name string, in io.Reader, fn func(runtime.Object) error) error {
-	r := utilyaml.NewYAMLReader(bufio.NewReader(in))
+func (r *reader) stream(name string, b []byte) error {
+	y := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for doc := 1; ; doc++ {
-		raw, err := r.Read()
+		raw, err := y.Read()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -97,7 +130,7 @@ func decodeStream(dec runtime.Decoder, name string, in io.Reader, fn func(runtim
 		if onlyComments(raw) {
 			continue
 		}
-		if err := decode(dec, raw, fn); err != nil {
+		if err := r.decode(raw, fmt.Sprintf("%s document %d", name, doc)); err != nil {
 			// A document that does not decode strictly is a rejected
 			// input (its own exit code); fn's errors keep theirs.
 			if step.CodeOf(err) == step.ExitFailure {
@@ -108,11 +141,18 @@ func decodeStream(dec runtime.Decoder, name string, in io.Reader, fn func(runtim
 	}
 }
 
-func decode(dec runtime.Decoder, raw []byte, fn func(runtime.Object) error) error {
-	obj, _, err := dec.Decode(raw, nil, nil)
+func (r *reader) decode(raw []byte, where string) error {
+	obj, gvk, err := r.dec.Decode(raw, nil, nil)
 	switch {
 	case runtime.IsNotRegisteredError(err):
-		return unknownKind(raw, fn)
+		u, err := toUnstructured(raw)
+		if err != nil {
+			return err
+		}
+		if err := checkKnown(r.scheme, u.GroupVersionKind()); err != nil {
+			return fmt.Errorf("%s: %w", ObjectName(u), err)
+		}
+		return r.accept(u, u.GroupVersionKind(), raw, where)
 	case runtime.IsMissingKind(err) || runtime.IsMissingVersion(err):
 		return errors.New("apiVersion and kind are required")
 	case runtime.IsStrictDecodingError(err) && obj != nil:
@@ -128,29 +168,109 @@ func decode(dec runtime.Decoder, raw []byte, fn func(runtime.Object) error) erro
 		items = t.Items
 	case *corev1.Secret:
 		mergeStringData(t)
-		return fn(t)
+		return r.accept(t, *gvk, raw, where)
 	default:
-		return fn(obj)
+		if !meta.IsListType(obj) {
+			return r.accept(obj, *gvk, raw, where)
+		}
+		if items, err = typedListItems(raw, *gvk); err != nil {
+			return err
+		}
 	}
 	for i, item := range items {
-		if err := decode(dec, item.Raw, fn); err != nil {
+		if err := r.decode(item.Raw, fmt.Sprintf("%s items[%d]", where, i)); err != nil {
 			return fmt.Errorf("items[%d]: %w", i, err)
 		}
 	}
 	return nil
 }
 
-// unknownKind hands a kind the scheme does not know over as unstructured.
-func unknownKind(raw []byte, fn func(runtime.Object) error) error {
-	j, err := yaml.YAMLToJSON(raw)
+// accept checks obj as the apiserver would on create (raw is the document
+// as written, for the CRD schema), refuses a second object of the same
+// kind, namespace and name, and hands obj to fn.
+func (r *reader) accept(obj runtime.Object, gvk schema.GroupVersionKind, raw []byte, where string) error {
+	if err := r.check(obj, gvk, raw); err != nil {
+		return fmt.Errorf("%s: %w", ObjectName(obj), err)
+	}
+	m, err := meta.Accessor(obj)
 	if err != nil {
 		return err
 	}
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(j); err != nil {
+	key := objectKey{gk: gvk.GroupKind(), namespace: m.GetNamespace(), name: m.GetName()}
+	if first, dup := r.seen[key]; dup {
+		return fmt.Errorf("%s: duplicate: also defined in %s; the apiserver keeps one object per kind, namespace and name", key, first)
+	}
+	r.seen[key] = where
+	return r.fn(obj)
+}
+
+// check applies the apiserver's validation of a create: ObjectMeta (name
+// rule, namespace, labels, annotations), ConfigMap and Secret keys, and
+// for kiln's custom resources their CRD's schema and CEL rules. The error
+// is the apiserver's field.ErrorList, aggregated as it words it.
+func (r *reader) check(obj runtime.Object, gvk schema.GroupVersionKind, raw []byte) error {
+	errs := validateMeta(obj, gvk.GroupKind())
+	u, err := toUnstructured(raw)
+	if err != nil {
 		return err
 	}
-	return fn(u)
+	if errs, err = validateSchema(gvk, u.Object, errs); err != nil {
+		return err
+	}
+	if len(errs) > 0 {
+		return step.InputRejected(errs.ToAggregate())
+	}
+	return nil
+}
+
+// typedListItems splits a typed list (ImageDigestMirrorSetList, say) into
+// its items, each given the list's apiVersion and the item kind when it
+// does not name them, so that every item is checked and handed over as
+// the object the apiserver would store.
+func typedListItems(raw []byte, gvk schema.GroupVersionKind) ([]runtime.RawExtension, error) {
+	u, err := toUnstructured(raw)
+	if err != nil {
+		return nil, err
+	}
+	list, _, err := unstructured.NestedSlice(u.Object, "items")
+	if err != nil {
+		return nil, err
+	}
+	kind := strings.TrimSuffix(gvk.Kind, "List")
+	out := make([]runtime.RawExtension, 0, len(list))
+	for i, it := range list {
+		m, ok := it.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("items[%d]: not an object", i)
+		}
+		item := &unstructured.Unstructured{Object: m}
+		if item.GetAPIVersion() == "" {
+			item.SetAPIVersion(gvk.GroupVersion().String())
+		}
+		if item.GetKind() == "" {
+			item.SetKind(kind)
+		}
+		b, err := item.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("items[%d]: %w", i, err)
+		}
+		out = append(out, runtime.RawExtension{Raw: b})
+	}
+	return out, nil
+}
+
+// toUnstructured decodes a document into plain JSON values (int64 and
+// float64 numbers, as the apiserver's decoder and schema validators use).
+func toUnstructured(raw []byte) (*unstructured.Unstructured, error) {
+	j, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(j); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
 // mergeStringData does what the apiserver does when it stores a Secret:
@@ -181,10 +301,14 @@ func ObjectName(obj runtime.Object) string {
 	if !ok {
 		return kind
 	}
-	if m.GetNamespace() == "" {
-		return kind + " " + m.GetName()
+	name := m.GetName()
+	if name == "" {
+		name = "(no name)"
 	}
-	return kind + " " + m.GetNamespace() + "/" + m.GetName()
+	if m.GetNamespace() == "" {
+		return kind + " " + name
+	}
+	return kind + " " + m.GetNamespace() + "/" + name
 }
 
 func onlyComments(raw []byte) bool {

@@ -84,7 +84,7 @@ func TestLoadClusterInputsRefuses(t *testing.T) {
 		{"image config not named cluster", "apiVersion: config.openshift.io/v1\nkind: Image\nmetadata: {name: images}\nspec: {}\n",
 			`Image images: metadata.name: must be "cluster", the only Image OpenShift reads`},
 		{"two proxies", "apiVersion: config.openshift.io/v1\nkind: Proxy\nmetadata: {name: cluster}\nspec: {}\n---\napiVersion: config.openshift.io/v1\nkind: Proxy\nmetadata: {name: cluster}\nspec: {}\n",
-			`Proxy cluster: given twice`},
+			`m.yaml: document 2: Proxy cluster: duplicate: also defined in`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

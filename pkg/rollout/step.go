@@ -16,6 +16,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -169,7 +170,10 @@ func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier)
 	if err != nil {
 		return Result{}, err
 	}
-	if err := os.WriteFile(filepath.Join(out, mc.Name+".yaml"), b, 0o644); err != nil {
+	if err := safepath.Element(mc.Name + ".yaml"); err != nil {
+		return Result{State: StateRefused}, fmt.Errorf("writing MachineConfig %q: %w", mc.Name, err)
+	}
+	if err := safepath.WriteFile(out, mc.Name+".yaml", b, 0o644); err != nil {
 		return Result{}, fmt.Errorf("writing %s: %w", mc.Name, err)
 	}
 	// No MCO here to compare with: the gate needs a cluster.

@@ -51,8 +51,6 @@ func TestPlanLocalRefusesBadPoolLabels(t *testing.T) {
 	cases := []struct{ name, labels, want string }{
 		{"wave with a letter", "    kiln.dev/enabled: \"true\"\n    kiln.dev/wave: \"2a\"\n",
 			`MachineConfigPool "worker": metadata.labels[kiln.dev/wave] "2a": want a non-negative integer`},
-		{"negative wave", "    kiln.dev/enabled: \"true\"\n    kiln.dev/wave: \"-1\"\n",
-			`MachineConfigPool "worker": metadata.labels[kiln.dev/wave] "-1": want a non-negative integer`},
 		{"enabled not a boolean", "    kiln.dev/enabled: \"True\"\n",
 			`MachineConfigPool "worker": metadata.labels[kiln.dev/enabled] "True": want "true" or "false"`},
 	}
@@ -63,6 +61,17 @@ func TestPlanLocalRefusesBadPoolLabels(t *testing.T) {
 				t.Fatalf("plans %+v error %v, want %q", plans, err, c.want)
 			}
 		})
+	}
+}
+
+// TestNegativeWaveIsNoLabelValue: "-1" is not a label value at all; the
+// folder reader refuses it, as the apiserver would, with the apiserver's
+// words and before any pool is planned.
+func TestNegativeWaveIsNoLabelValue(t *testing.T) {
+	_, err := render.LoadDir(localDirLabelled(t, "    kiln.dev/enabled: \"true\"\n    kiln.dev/wave: \"-1\"\n"))
+	want := `MachineConfigPool worker: metadata.labels: Invalid value: "-1": a valid label must be an empty string or consist of alphanumeric characters`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want %q", err, want)
 	}
 }
 

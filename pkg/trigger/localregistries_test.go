@@ -105,12 +105,12 @@ metadata:
 `})
 		}, wantErr: []string{"ConfigMap openshift-config/registry-cas is not in the folder"}},
 		{name: "image config not named cluster", dir: func(t *testing.T) string {
-			return writeManifests(t, map[string]string{"a.yaml": "apiVersion: config.openshift.io/v1\nkind: Image\nmetadata:\n  name: other\n"})
+			return writeManifests(t, map[string]string{"a.yaml": "apiVersion: config.openshift.io/v1\nkind: Image\nmetadata:\n  name: other\nspec: {}\n"})
 		}, wantErr: []string{"Image other: metadata.name: must be \"cluster\""}},
 		{name: "image config twice", dir: func(t *testing.T) string {
-			return writeManifests(t, map[string]string{"a.yaml": "apiVersion: config.openshift.io/v1\nkind: Image\nmetadata:\n  name: cluster\n",
-				"b.yaml": "apiVersion: config.openshift.io/v1\nkind: Image\nmetadata:\n  name: cluster\n"})
-		}, wantErr: []string{"Image cluster: given twice"}},
+			return writeManifests(t, map[string]string{"a.yaml": "apiVersion: config.openshift.io/v1\nkind: Image\nmetadata:\n  name: cluster\nspec: {}\n",
+				"b.yaml": "apiVersion: config.openshift.io/v1\nkind: Image\nmetadata:\n  name: cluster\nspec: {}\n"})
+		}, wantErr: []string{"b.yaml: document 1: Image cluster: duplicate: also defined in", "a.yaml document 1"}},
 		{name: "unknown field in a mirror set", dir: func(t *testing.T) string {
 			return writeManifests(t, map[string]string{"idms.yaml": `apiVersion: config.openshift.io/v1
 kind: ImageDigestMirrorSet

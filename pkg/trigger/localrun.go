@@ -25,6 +25,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/pipeline"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
@@ -241,6 +242,10 @@ func (l *localRun) printSummary() {
 // MachineConfig (rollout), the patched MachineSets (bootimages) and the
 // rendered config, which is what a GitOps pull request carries.
 func collectGitOps(work, out, pool string) error {
+	// The pool's name names a file: one element, or nothing is copied.
+	if err := safepath.Element(pool + ".json"); err != nil {
+		return fmt.Errorf("collecting the GitOps change of pool %q: %w", pool, err)
+	}
 	copies := map[string]string{
 		filepath.Join(work, "render", "rendered.json"): filepath.Join(out, "rendered", pool+".json"),
 	}

@@ -1,0 +1,52 @@
+// Package safepath writes files whose paths are derived from outside input
+// (an object's name, a pool's) only inside the folder they belong to. The
+// check fails closed: a path that is absolute, climbs out with "..", or
+// resolves outside through a symlink is an error, never a write. It rests
+// on os.Root (https://pkg.go.dev/os#Root), which resolves every component
+// inside the root, symlinks included, so a check and a write cannot
+// disagree.
+package safepath
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Element checks that name is one path element: not empty, not "." or
+// "..", without a separator or a NUL. Use it on a file name built from
+// outside input before joining it.
+func Element(name string) error {
+	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`+"\x00") {
+		return fmt.Errorf("%q is not a single file name", name)
+	}
+	return nil
+}
+
+// WriteFile writes data to rel inside dir, creating dir and rel's parent
+// folders inside it. rel must be local (filepath.IsLocal) and must not
+// resolve outside dir through a symlink.
+func WriteFile(dir, rel string, data []byte, perm fs.FileMode) error {
+	if !filepath.IsLocal(rel) {
+		return fmt.Errorf("writing %q in %s: the path leaves the folder", rel, dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("writing %q in %s: %w", rel, dir, err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("writing %q in %s: %w", rel, dir, err)
+	}
+	defer root.Close()
+	if parent := filepath.Dir(rel); parent != "." {
+		if err := root.MkdirAll(parent, 0o755); err != nil {
+			return fmt.Errorf("writing %q in %s: %w", rel, dir, err)
+		}
+	}
+	if err := root.WriteFile(rel, data, perm); err != nil {
+		return fmt.Errorf("writing %q in %s: %w", rel, dir, err)
+	}
+	return nil
+}
