@@ -31,7 +31,7 @@ func TestKmodAttestSignsOnlyWhatThisModuleDay0Built(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-kmm", Name: "kiln-hello"},
 		Spec: kmmv1beta1.ModuleDay0Spec{
 			MachineConfigPoolSelector: map[string]string{"node-role.kubernetes.io/worker": ""},
-			OSMapping: kmmv1beta1.OSMapping{ContainerImage: target, Build: &kmmv1beta1.Build{}},
+			OSMapping:                 kmmv1beta1.OSMapping{ContainerImage: target, Build: &kmmv1beta1.Build{}},
 		},
 	}
 	inputs := func(module, tgt string) *trust.Inputs {
