@@ -37,7 +37,7 @@ func TestRebuildUnsignedAndResignGiveThePushedDigests(t *testing.T) {
 	other := env.NewBuildah(t, env.BuildahOptions{InsecureRegistries: []string{e.Registry.Host}})
 	bb := osimage.Buildah{Env: other.Env}
 	_, err := kmod.RebuildUnsigned(t.Context(), r, bb, *built.Inputs, t.TempDir(), t.TempDir())
-	if err == nil || !strings.Contains(err.Error(), `build secret "build-secret": no file build-secret_<key>`) {
+	if err == nil || !strings.Contains(err.Error(), `spec.osMapping.build.secrets[0].name "build-secret": not mounted: no folder build-secret/ and no file build-secret_<key>`) {
 		t.Fatalf("rebuild without the secret's file: %v", err)
 	}
 	secrets := t.TempDir()

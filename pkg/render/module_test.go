@@ -7,15 +7,15 @@ import (
 	"testing"
 )
 
-// TestModuleWithNothingToSignRefused: in directory mode, where no
-// apiserver holds the ModuleDay0 to its schema, a sign section whose
-// filesToSign is empty is refused when the pool's module is chosen (render
-// and the trigger both choose it there), naming the ModuleDay0 and the
-// field.
+// TestModuleWithNothingToSignRefused: in directory mode a sign section
+// whose filesToSign is empty or not absolute is refused, naming the
+// ModuleDay0 and the field: by the folder reader with the apiserver's own
+// message where the CRD's schema refuses it, else when the pool's module
+// is chosen (render and the trigger both choose it there).
 func TestModuleWithNothingToSignRefused(t *testing.T) {
 	cases := []struct{ name, files, want string }{
-		{"empty list", "[]", "ModuleDay0 kmm/realtime-kmod: spec.osMapping.sign.filesToSign: empty"},
-		{"relative path", "[lib/modules/a.ko]", `ModuleDay0 kmm/realtime-kmod: spec.osMapping.sign.filesToSign[0] "lib/modules/a.ko": not an absolute path`},
+		{"empty list", "[]", "ModuleDay0 kmm/realtime-kmod: spec.osMapping.sign.filesToSign: Invalid value: 0: spec.osMapping.sign.filesToSign in body should have at least 1 items"},
+		{"relative path", "[lib/modules/a.ko]", `ModuleDay0 kmm/realtime-kmod: spec.osMapping.sign.filesToSign[0]: Invalid value: "string": filesToSign entries must be absolute paths`},
 		{"other placeholder", "['/opt/${KERNEL_VERSION}/a.ko']", `spec.osMapping.sign.filesToSign[0] "/opt/${KERNEL_VERSION}/a.ko": only ${KERNEL_FULL_VERSION} may be substituted`},
 	}
 	for _, c := range cases {
@@ -44,16 +44,15 @@ spec:
 				t.Fatal(err)
 			}
 			objs, err := LoadDir(dir)
-			if err != nil {
-				t.Fatal(err)
+			if err == nil {
+				pool, perr := objs.Pool("worker")
+				if perr != nil {
+					t.Fatal(perr)
+				}
+				_, err = objs.Module(pool)
 			}
-			pool, err := objs.Pool("worker")
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := objs.Module(pool)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("module %v error %v, want %q", m, err, c.want)
+				t.Fatalf("error %v, want %q", err, c.want)
 			}
 		})
 	}
