@@ -72,6 +72,7 @@ func CheckIsolatedWorkspaces(t *tektonv1.Task) error {
 	isolated := isolatedWorkspaces(&t.Spec)
 	var problems []string
 	for _, s := range t.Spec.Steps {
+		problems = append(problems, checkStepMounts(t, s)...)
 		fields := append(append([]string{s.Script, s.WorkingDir}, s.Command...), s.Args...)
 		for _, e := range s.Env {
 			fields = append(fields, e.Value)
@@ -90,6 +91,25 @@ func CheckIsolatedWorkspaces(t *tektonv1.Task) error {
 		return fmt.Errorf("Task %s: %s", t.Name, strings.Join(slices.Compact(problems), "; "))
 	}
 	return nil
+}
+
+// checkStepMounts: the apiserver's Task schema requires a step
+// workspace's mountPath (Tekton's Go validation does not), and
+// $(workspaces.<name>.path) names the Task workspace's path, so the two
+// must be the same.
+func checkStepMounts(t *tektonv1.Task, s tektonv1.Step) []string {
+	var out []string
+	for _, u := range s.Workspaces {
+		i := slices.IndexFunc(t.Spec.Workspaces, func(w tektonv1.WorkspaceDeclaration) bool { return w.Name == u.Name })
+		switch {
+		case u.MountPath == "":
+			out = append(out, fmt.Sprintf("step %s workspace %s: mountPath is required", s.Name, u.Name))
+		case i >= 0 && u.MountPath != t.Spec.Workspaces[i].GetMountPath():
+			out = append(out, fmt.Sprintf("step %s workspace %s: mountPath %s is not the Task workspace's %s, which $(workspaces.%s.path) names",
+				s.Name, u.Name, u.MountPath, t.Spec.Workspaces[i].GetMountPath(), u.Name))
+		}
+	}
+	return out
 }
 
 // UserCodeSubcommands are the kiln-steps subcommands that run a user's

@@ -83,6 +83,8 @@ func TestCheckKeysIsolatedRefusesAKeyBesideUserCode(t *testing.T) {
 
 // TestCheckIsolatedWorkspacesRefusesAStepNamingAnotherStepsWorkspace: in
 // a pod the path would name nothing; on one machine it would reach the key.
+// A step workspace without the mountPath the apiserver's schema requires,
+// or with another than the Task workspace's, is refused too.
 func TestCheckIsolatedWorkspacesRefusesAStepNamingAnotherStepsWorkspace(t *testing.T) {
 	tk := &tektonv1.Task{Spec: tektonv1.TaskSpec{
 		Workspaces: []tektonv1.WorkspaceDeclaration{{Name: "cosign-key"}},
@@ -91,7 +93,13 @@ func TestCheckIsolatedWorkspacesRefusesAStepNamingAnotherStepsWorkspace(t *testi
 			{Name: "attest", Args: []string{"kmod-attest"}, Workspaces: []tektonv1.WorkspaceUsage{{Name: "cosign-key"}}},
 		}}}
 	tk.Name = "kiln-x"
-	want := "Task kiln-x: step build names workspace cosign-key, which is isolated to other steps"
+	want := "Task kiln-x: step attest workspace cosign-key: mountPath is required; step build names workspace cosign-key, which is isolated to other steps"
+	if err := CheckIsolatedWorkspaces(tk); err == nil || err.Error() != want {
+		t.Fatalf("CheckIsolatedWorkspaces = %v, want %q", err, want)
+	}
+	tk.Spec.Steps[1].Workspaces[0].MountPath = "/keys"
+	want = "Task kiln-x: step attest workspace cosign-key: mountPath /keys is not the Task workspace's /workspace/cosign-key, which $(workspaces.cosign-key.path) names; " +
+		"step build names workspace cosign-key, which is isolated to other steps"
 	if err := CheckIsolatedWorkspaces(tk); err == nil || err.Error() != want {
 		t.Fatalf("CheckIsolatedWorkspaces = %v, want %q", err, want)
 	}
