@@ -265,16 +265,15 @@ func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
 // source is the image to sign: kmod-build's output when it ran, else
 // sign.unsignedImage.
 func (o *SignOptions) source(ws step.Workspace, md *kmmv1beta1.ModuleDay0) (string, error) {
-	var rep KmodReport
-	b, err := os.ReadFile(filepath.Join(ws.StageDir(step.StageKmodBuild), BuildReportFile))
+	rep, err := readBuildReport(ws)
 	switch {
 	case err == nil:
-		if err := json.Unmarshal(b, &rep); err != nil || rep.Image == "" {
-			return "", fmt.Errorf("reading kmod-build's report: %v", err)
+		if rep.Image == "" {
+			return "", fmt.Errorf("reading kmod-build's report: it names no image")
 		}
 		return rep.Image, nil
 	case !errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("reading kmod-build's report: %w", err)
+		return "", err
 	}
 	if u := md.Spec.OSMapping.Sign.UnsignedImage; u != "" {
 		return u, nil
