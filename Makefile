@@ -18,7 +18,7 @@ BENCH ?= .
 
 BIN := bin
 
-.PHONY: all build tools generate catalog bundles release lint test e2e bench bench-image run clean help
+.PHONY: all build tools run-deps generate catalog bundles release lint test e2e bench bench-image run clean help
 
 all: build
 
@@ -92,7 +92,13 @@ bench-image: tools ## benchmark image-build as a program vs buildah and the requ
 	KILN_BENCH_IMAGE_ROUNDS='$(BENCH_IMAGE_ROUNDS)' go test $(GOFLAGS_BUILD) -timeout 90m -run '^$$' \
 	  -bench '^BenchmarkImageConfigChange$$' -benchtime 1x ./pkg/osimage/
 
-run: tools build ## local mode on examples/cluster: registry on 127.0.0.1:5555, the pipeline per pool, the GitOps change in _out/
+# Local mode needs no Kubernetes, Tekton, Chains or Triggers: only the Debian
+# packages of local mode, the driver-toolkit stand-in and kiln itself.
+run-deps: ## install what make run needs (Debian packages of local mode, the driver-toolkit stand-in), idempotently
+	bash hack/packages.sh run
+	bash hack/dtk.sh
+
+run: run-deps build ## local mode on examples/cluster: registry on 127.0.0.1:5555, the pipeline per pool, the GitOps change in _out/
 	GOTAGS='$(GOTAGS)' bash hack/run.sh
 
 clean:

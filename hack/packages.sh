@@ -1,24 +1,34 @@
 #!/usr/bin/env bash
-# Installs the Debian packages kiln's tests use. Idempotent: a stamp under
+# Installs the Debian packages kiln needs. Idempotent: a stamp under
 # ~/.cache/kiln records the package list it last installed, and a run whose
 # list is unchanged and whose packages are all present does nothing.
+#
+#   bash hack/packages.sh        everything make test needs (make tools)
+#   bash hack/packages.sh run    only what local mode needs (make run)
 set -euo pipefail
 
-PACKAGES=(
-  etcd-server        # envtest's etcd (3.4 works with kube-apiserver 1.34)
-  docker-registry    # real OCI registry (distribution 2.8)
+# What `make run` (local mode on examples/cluster) uses.
+RUN_PACKAGES=(
+  docker-registry    # the local registry make run pushes to (distribution 2.8)
   buildah            # the buildah image path and kmod builds
-  skopeo             # image inspection in tests
   runc               # buildah RUN steps (crun fails on this hybrid-cgroup VM)
-  kmod               # modinfo, depmod
+  kmod               # depmod for day-0 modules
+  linux-headers-amd64 # the driver-toolkit stand-in's kernel headers (hack/dtk.sh)
+  debootstrap        # the driver-toolkit stand-in rootfs (hack/dtk.sh)
+  busybox-static     # the sample base's commands (examples/ostools.go)
+  bash-static        # the sample base's shell (examples/ostools.go)
+  ca-certificates    # debootstrap's and the Go proxy's TLS
+  curl               # hack/run.sh waits for the registry with it
+)
+
+# What make test adds: servers, a node for the real-Tekton e2e, linters.
+TEST_PACKAGES=(
+  etcd-server        # envtest's etcd (3.4 works with kube-apiserver 1.34)
+  skopeo             # image inspection in tests
   linux-kbuild-6.1   # scripts/sign-file: reference for kernel-module signing
   openssl            # test keys and certificates
   apache2-utils      # htpasswd for the registry auth tests
   tinyproxy-bin      # a real forward HTTP proxy for the registry proxy tests (no service)
-  busybox-static     # a static shell to put in from-scratch test images
-  bash-static        # the sample base's shell (examples/ostools.go)
-  linux-headers-amd64 # compiles real out-of-tree kernel modules for kmod tests
-  debootstrap        # the driver-toolkit stand-in rootfs (hack/dtk.sh)
   containerd          # the real-Tekton e2e's node: CRI runtime for its kubelet
   containernetworking-plugins # its pod network (bridge + host-local)
   iptables            # the kubelet expects it on PATH
@@ -29,8 +39,15 @@ PACKAGES=(
   make
 )
 
+set_name="${1:-test}"
+case "$set_name" in
+  run) PACKAGES=("${RUN_PACKAGES[@]}") ;;
+  test) PACKAGES=("${RUN_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  *) echo "usage: $0 [run|test]" >&2; exit 2 ;;
+esac
+
 cache="${KILN_CACHE:-$HOME/.cache/kiln}"
-stamp="$cache/stamps/packages"
+stamp="$cache/stamps/packages-$set_name"
 want="$(printf '%s\n' "${PACKAGES[@]}")"
 mkdir -p "$cache/stamps"
 

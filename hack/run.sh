@@ -38,7 +38,7 @@ done
 curl -fsS "http://$addr/v2/" >/dev/null || { echo "make run: docker-registry did not start (see $out/registry/registry.log)" >&2; exit 1; }
 
 dtk="$(ls "${KILN_CACHE:-$HOME/.cache/kiln}"/images/dtk-*.tar.gz 2>/dev/null | head -n1 || true)"
-[ -n "$dtk" ] || { echo "make run: no driver-toolkit stand-in under ~/.cache/kiln/images: run make tools" >&2; exit 1; }
+[ -n "$dtk" ] || { echo "make run: no driver-toolkit stand-in under ~/.cache/kiln/images: run make run-deps" >&2; exit 1; }
 echo "== pushing the sample's images to $addr"
 go run -tags="$GOTAGS" -trimpath ./hack/examplebase --dtk "$dtk"
 echo "== trigger --source dir:examples/cluster --once --output $out"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make tools: installs everything kiln's tests need, idempotently.
-#   - Debian packages (hack/packages.sh)
+#   - Debian packages (hack/packages.sh: local mode's and the tests')
 #   - Kubernetes binaries built from k8s.io/kubernetes (hack/tools module)
 #   - Tekton Pipelines' commands built from tektoncd/pipeline (hack/tekton)
 #   - Tekton Chains' controller (hack/chains) and Triggers' controller and
@@ -23,21 +23,42 @@ components="${KILN_K8S_COMPONENTS:-kube-apiserver kubelet kube-scheduler kube-co
 
 bash "$root/hack/packages.sh"
 
-# build MODULE_DIR OUT_DIR VERSION LDFLAGS PKG: builds PKG's command into
-# OUT_DIR unless it is there already.
+# build MODULE_DIR OUT_DIR VERSION LDFLAGS PKG...: builds the commands of
+# PKG... that OUT_DIR lacks into OUT_DIR, in one `go build`: the commands of
+# one module share most of their packages (the four Kubernetes commands
+# share k8s.io/kubernetes), and one invocation compiles each shared package
+# once and keeps both cores busy.
 build() {
-  local mod="$1" out="$2" version="$3" ldflags="$4" pkg="$5" c start
-  c="$(basename "$pkg")"
-  if [ -x "$out/$c" ]; then
-    echo "$c $version: cached"
-    return
-  fi
-  echo "$c $version: building (a cold build takes minutes)"
+  local mod="$1" out="$2" version="$3" ldflags="$4" pkg c start
+  shift 4
+  local todo=() names=()
+  for pkg in "$@"; do
+    c="$(basename "$pkg")"
+    if [ -x "$out/$c" ]; then
+      echo "$c $version: cached"
+    else
+      todo+=("$pkg")
+      names+=("$c")
+    fi
+  done
+  [ ${#todo[@]} -gt 0 ] || return 0
+  echo "${names[*]} $version: building (a cold build takes minutes)"
   start=$SECONDS
   mkdir -p "$out"
-  (cd "$root/hack/$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/$c.tmp" "$pkg")
-  mv "$out/$c.tmp" "$out/$c"
-  echo "$c $version: built in $((SECONDS - start))s"
+  rm -rf "$out/.build"
+  mkdir "$out/.build"
+  if [ ${#todo[@]} -eq 1 ]; then
+    # One package: -o names the file.
+    (cd "$root/hack/$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/.build/${names[0]}" "${todo[0]}")
+  else
+    # Several: -o names a folder, each command keeps its name.
+    (cd "$root/hack/$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$out/.build/" "${todo[@]}")
+  fi
+  for c in "${names[@]}"; do
+    mv "$out/.build/$c" "$out/$c"
+  done
+  rmdir "$out/.build"
+  echo "${names[*]} $version: built in $((SECONDS - start))s"
 }
 
 k8sdir="$cache/bin/k8s-$K8S_VERSION"
@@ -47,16 +68,19 @@ ldflags="-s -w"
 for v in gitVersion=$K8S_VERSION gitMajor=$major gitMinor=$minor gitTreeState=clean; do
   ldflags="$ldflags -X k8s.io/component-base/version.$v"
 done
+k8spkgs=()
 for c in $components; do
-  build tools "$k8sdir" "$K8S_VERSION" "$ldflags" "k8s.io/kubernetes/cmd/$c"
+  k8spkgs+=("k8s.io/kubernetes/cmd/$c")
 done
+build tools "$k8sdir" "$K8S_VERSION" "$ldflags" "${k8spkgs[@]}"
+tektonpkgs=()
 for c in controller entrypoint nop sidecarlogresults workingdirinit; do
-  build tekton "$cache/bin/tekton-$TEKTON_VERSION" "$TEKTON_VERSION" "-s -w" "github.com/tektoncd/pipeline/cmd/$c"
+  tektonpkgs+=("github.com/tektoncd/pipeline/cmd/$c")
 done
+build tekton "$cache/bin/tekton-$TEKTON_VERSION" "$TEKTON_VERSION" "-s -w" "${tektonpkgs[@]}"
 build chains "$cache/bin/chains-$CHAINS_VERSION" "$CHAINS_VERSION" "-s -w" "github.com/tektoncd/chains/cmd/controller"
-for c in controller eventlistenersink; do
-  build triggers "$cache/bin/triggers-$TRIGGERS_VERSION" "$TRIGGERS_VERSION" "-s -w" "github.com/tektoncd/triggers/cmd/$c"
-done
+build triggers "$cache/bin/triggers-$TRIGGERS_VERSION" "$TRIGGERS_VERSION" "-s -w" \
+  "github.com/tektoncd/triggers/cmd/controller" "github.com/tektoncd/triggers/cmd/eventlistenersink"
 # envtest looks for etcd next to kube-apiserver (KUBEBUILDER_ASSETS).
 mkdir -p "$k8sdir"
 ln -sf "$(command -v etcd)" "$k8sdir/etcd"
