@@ -29,7 +29,7 @@ const (
 )
 
 // userFor is the user whose credential the auth file gives each repository.
-var userFor = map[string]string{baseRepo: baseUser, targetRepo: targetUser}
+var userFor = map[string]string{baseRepo: baseUser, targetRepo: targetUser, mirrorRepo: mirrorUser}
 
 // TestPushConfigOnlyBuildAcrossRepositoriesWithRepositoryScopedCredentials
 // pushes a config-only build (the base's layers, a new config) from
@@ -82,6 +82,7 @@ func TestPushConfigOnlyBuildAcrossRepositoriesWithRepositoryScopedCredentials(t 
 			}
 			reqs, tokens := f.requests()
 			checkCredentials(t, reqs)
+			checkBaseOnlyRead(t, reqs)
 			checkMounts(t, reqs, c.mount, c.tries)
 			if c.bearer {
 				want := tokenReq{User: targetUser, Scopes: []string{
@@ -157,8 +158,16 @@ func checkCredentials(t *testing.T, reqs []frontReq) {
 		if want := userFor[q.Repo]; q.User != want {
 			t.Errorf("%s %s (from %q) carried user %q, want %q", q.Method, q.Repo, q.From, q.User, want)
 		}
+	}
+}
+
+// checkBaseOnlyRead fails on a write to the base's repository: a push
+// only reads (or mounts from) there.
+func checkBaseOnlyRead(t *testing.T, reqs []frontReq) {
+	t.Helper()
+	for _, q := range reqs {
 		if q.Repo == baseRepo && q.Method != http.MethodGet && q.Method != http.MethodHead {
-			t.Errorf("%s %s: a push writes to the base's repository", q.Method, q.Repo)
+			t.Errorf("%s %s: the push wrote to the base's repository", q.Method, q.Repo)
 		}
 	}
 }
