@@ -23,9 +23,11 @@ import (
 // a mirror) with the fewest round trips the distribution API allows: a
 // base layer in the same registry is mounted with one POST and no HEAD
 // before it (a registry answers 201 for a blob the repository already
-// has), the other blobs are uploaded in one POST and one PUT each, and the
-// manifest is PUT once, at ref. go-containerregistry's Write asks HEAD for
-// every blob first and a tag needs a second manifest PUT there.
+// has; a refused mount leaves an upload), the other blobs are uploaded in
+// one POST and one PUT each, and the manifest is PUT once, at ref.
+// go-containerregistry's Write asks HEAD for every blob first and a tag
+// needs a second manifest PUT there. Every request carries ref's
+// repository's credential (see newPusher).
 //
 // Putting the manifest at the tag directly keeps "the tag goes last": a
 // registry refuses a manifest whose blobs it does not hold, so the tag
@@ -101,9 +103,11 @@ func mountSources(img v1.Image) []name.Repository {
 // credential, found as for any other repository (the most specific auth
 // file entry, then the host's): a cross-repository mount too, and a token
 // request asks with it for pull on the mount sources. This is what
-// containers/image does (docker_image_dest.go, TryReusingBlobWithOptions:
-// one client with the destination's credential, an extra pull scope for
-// the candidate repository). A source's own credential is never sent to
+// containers/image does: one client with the destination's credential,
+// and an extra pull scope for the repository a blob is mounted from
+// (TryReusingBlobWithOptions and mountBlob in
+// https://github.com/containers/container-libs/blob/main/image/docker/docker_image_dest.go).
+// A source's own credential is never sent to
 // repo; when repo's credential may not read a source, the registry refuses
 // the mount and the layer is read from the source with the source's
 // credential and uploaded (see layer).
