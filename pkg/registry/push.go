@@ -23,9 +23,11 @@ import (
 // a mirror) with the fewest round trips the distribution API allows: a
 // base layer in the same registry is mounted with one POST and no HEAD
 // before it (a registry answers 201 for a blob the repository already
-// has), the other blobs are uploaded in one POST and one PUT each, and the
-// manifest is PUT once, at ref. go-containerregistry's Write asks HEAD for
-// every blob first and a tag needs a second manifest PUT there.
+// has; a refused mount leaves an upload), the other blobs are uploaded in
+// one POST and one PUT each, and the manifest is PUT once, at ref.
+// go-containerregistry's Write asks HEAD for every blob first and a tag
+// needs a second manifest PUT there. Every request carries ref's
+// repository's credential (see newPusher).
 //
 // Putting the manifest at the tag directly keeps "the tag goes last": a
 // registry refuses a manifest whose blobs it does not hold, so the tag
@@ -96,14 +98,27 @@ func mountSources(img v1.Image) []name.Repository {
 
 // newPusher authenticates once for pushing to repo and pulling from the
 // mount sources in its registry.
+//
+// Every request of the push goes to repo's endpoint and carries repo's
+// credential, found as for any other repository (the most specific auth
+// file entry, then the host's): a cross-repository mount too, and a token
+// request asks with it for pull on the mount sources. This is what
+// containers/image does: one client with the destination's credential,
+// and an extra pull scope for the repository a blob is mounted from
+// (TryReusingBlobWithOptions and mountBlob in
+// https://github.com/containers/container-libs/blob/main/image/docker/docker_image_dest.go).
+// A source's own credential is never sent to
+// repo; when repo's credential may not read a source, the registry refuses
+// the mount and the layer is read from the source with the source's
+// credential and uploaded (see layer).
 func (r Remote) newPusher(ctx context.Context, repo name.Repository, sources []name.Repository) (*pusher, error) {
 	kc, err := r.Keychain()
 	if err != nil {
 		return nil, err
 	}
-	auth, err := authn.Resolve(ctx, kc, repo.Registry)
+	auth, err := authn.Resolve(ctx, kc, repo)
 	if err != nil {
-		return nil, fmt.Errorf("resolving credentials for %s: %w", repo.RegistryStr(), err)
+		return nil, fmt.Errorf("resolving credentials for %s: %w", repo, err)
 	}
 	scopes := []string{repo.Scope(transport.PushScope)}
 	seen := map[string]bool{scopes[0]: true}
@@ -190,6 +205,8 @@ func (p *pusher) layers(ctx context.Context, layers []v1.Layer, done map[v1.Hash
 
 // layer mounts a layer of the same registry, checks for one of another
 // registry (a HEAD is cheaper than downloading it), and uploads the rest.
+// A refused mount is not an error: the layer is uploaded instead, as
+// containers/image does when a mount fails.
 func (p *pusher) layer(ctx context.Context, h v1.Hash, l v1.Layer) error {
 	size, err := l.Size()
 	if err != nil {
@@ -200,7 +217,11 @@ func (p *pusher) layer(ctx context.Context, h v1.Hash, l v1.Layer) error {
 		from := ml.Reference.Context()
 		if from.RegistryStr() == p.repo.RegistryStr() {
 			mounted := false
-			if location, mounted, err = p.start(ctx, url.Values{"mount": {h.String()}, "from": {from.RepositoryStr()}}); err != nil || mounted {
+			location, mounted, err = p.start(ctx, url.Values{"mount": {h.String()}, "from": {from.RepositoryStr()}})
+			switch {
+			case err == nil && mounted:
+				return nil
+			case err != nil && !mountRefused(err):
 				return err
 			}
 		} else if ok, err := p.exists(ctx, h); err != nil || ok {
@@ -208,6 +229,22 @@ func (p *pusher) layer(ctx context.Context, h v1.Hash, l v1.Layer) error {
 		}
 	}
 	return p.upload(ctx, location, h, size, l.Compressed)
+}
+
+// mountRefused reports a registry's "no" to a mount: the target's
+// credential may not read the source (401, 403), or the registry does not
+// know the source (404). Each leaves an upload to do; a transient error or
+// any other answer is the push's error.
+func mountRefused(err error) bool {
+	var te *transport.Error
+	if !errors.As(err, &te) {
+		return false
+	}
+	switch te.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound:
+		return true
+	}
+	return false
 }
 
 // start opens an upload (or mounts, with mount and from): its location,

@@ -27,6 +27,9 @@ type loggingRegistry struct {
 	reqs []string
 	// digest, when set, replaces the Docker-Content-Digest of manifest PUTs.
 	digest string
+	// mountStatus, when set, answers every mount request with this status
+	// and a distribution error.
+	mountStatus int
 }
 
 func startLoggingRegistry(t *testing.T) *loggingRegistry {
@@ -37,6 +40,12 @@ func startLoggingRegistry(t *testing.T) *loggingRegistry {
 		r.mu.Lock()
 		r.reqs = append(r.reqs, req.Method+" "+req.URL.Path+"?"+req.URL.RawQuery)
 		r.mu.Unlock()
+		if r.mountStatus != 0 && req.URL.Query().Has("mount") {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(r.mountStatus)
+			_, _ = w.Write([]byte(`{"errors":[{"code":"DENIED","message":"mount refused"}]}`))
+			return
+		}
 		if r.digest != "" && req.Method == http.MethodPut && strings.Contains(req.URL.Path, "/manifests/") {
 			w = digestRewriter{w, r.digest}
 		}
@@ -188,4 +197,54 @@ func validateLayers(img v1.Image) error {
 		}
 	}
 	return nil
+}
+
+// TestPushImageUploadsWhatARefusedMountLeaves answers every mount with a
+// refusal: 401 and 403 (the target's credential may not read the source)
+// and 404 (no such source) leave each base layer to be read from its
+// repository and uploaded, as containers/image does after a failed mount;
+// any other answer fails the push and names the mount.
+func TestPushImageUploadsWhatARefusedMountLeaves(t *testing.T) {
+	for _, c := range []struct {
+		status  int
+		uploads int // blob PUTs: base layers, new layer, config
+		fails   bool
+	}{
+		{status: http.StatusUnauthorized, uploads: 2 + 1 + 1},
+		{status: http.StatusForbidden, uploads: 2 + 1 + 1},
+		{status: http.StatusNotFound, uploads: 2 + 1 + 1},
+		{status: http.StatusBadRequest, fails: true},
+	} {
+		t.Run(http.StatusText(c.status), func(t *testing.T) {
+			reg := startLoggingRegistry(t)
+			img := layered(t, pushedBase(t, reg.host()+"/base/os:1", 2))
+			reg.mu.Lock()
+			reg.reqs, reg.mountStatus = nil, c.status
+			reg.mu.Unlock()
+			tag := parseRef(t, reg.host()+"/kiln/os:t")
+			err := Remote{Insecure: []string{reg.host()}, Backoff: remote.Backoff{Steps: 1}}.PushImage(context.Background(), tag, img)
+			if c.fails {
+				if err == nil || !strings.Contains(err.Error(), "mount=") {
+					t.Fatalf("push after a %d to its mount: %v, want an error naming the mount", c.status, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("push after a %d to its mounts: %v", c.status, err)
+			}
+			if n := reg.mountRequests(); n != 2 {
+				t.Errorf("%d mount requests, want 2", n)
+			}
+			if n := reg.count("PUT", "/blobs/uploads/"); n != c.uploads {
+				t.Errorf("%d blob uploads, want %d", n, c.uploads)
+			}
+			pulled, err := remote.Image(tag)
+			if err == nil {
+				err = validateLayers(pulled)
+			}
+			if err != nil {
+				t.Fatalf("pulling the pushed image: %v", err)
+			}
+		})
+	}
 }
