@@ -60,8 +60,7 @@ func TestBuildFastPathWithRepositoryScopedCredentials(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", home)
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 	t.Setenv("DOCKER_CONFIG", filepath.Join(home, ".docker"))
-	// Unset, not empty: docker-registry reads REGISTRY_AUTH_* as overrides
-	// of its auth configuration.
+	// Unset, not empty: kiln must find no auth file of this machine's user.
 	t.Setenv("REGISTRY_AUTH_FILE", "")
 	os.Unsetenv("REGISTRY_AUTH_FILE")
 	users := map[string]string{"rhcos-reader": "rhcos-pass", "kiln-pusher": "kiln-pass"}

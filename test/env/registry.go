@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -94,7 +95,9 @@ http:
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	p, err := startProcess("docker-registry", exec.Command(bin, "serve", cfgPath), filepath.Join(dir, "registry.log"))
+	cmd := exec.Command(bin, "serve", cfgPath)
+	cmd.Env = registryEnv(os.Environ())
+	p, err := startProcess("docker-registry", cmd, filepath.Join(dir, "registry.log"))
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -134,4 +137,17 @@ func (r *Registry) Stop() error {
 		err = rmErr
 	}
 	return err
+}
+
+// registryEnv is env without REGISTRY_* variables: docker-registry reads
+// them as overrides of its config file, so a REGISTRY_AUTH_FILE meant for
+// podman or kiln (even empty) would replace the registry's own auth.
+func registryEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "REGISTRY_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
