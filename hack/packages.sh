@@ -16,6 +16,7 @@ PACKAGES=(
   apache2-utils      # htpasswd for the registry auth tests
   tinyproxy-bin      # a real forward HTTP proxy for the registry proxy tests (no service)
   busybox-static     # a static shell to put in from-scratch test images
+  ostree             # the node simulation (test/nodesim): commit, deploy, three-way /etc merge
   bash-static        # the sample base's shell (examples/ostools.go)
   linux-headers-amd64 # compiles real out-of-tree kernel modules for kmod tests
   debootstrap        # the driver-toolkit stand-in rootfs (hack/dtk.sh)
