@@ -40,8 +40,9 @@ func checkUserns() error {
 }
 
 // checkMountns fails unless this process's mount namespace was created
-// inside its own (non-initial) user namespace, which the host's mount
-// namespace never is, and differs from PID 1's where that is readable.
+// inside its own user namespace and differs from PID 1's where that is
+// readable. With checkUserns (a non-initial user namespace) it proves the
+// mount namespace is not the host's; alone, on the host, it proves nothing.
 func checkMountns() error {
 	f, err := os.Open("/proc/self/ns/mnt")
 	if err != nil {
@@ -49,6 +50,11 @@ func checkMountns() error {
 	}
 	defer f.Close()
 	owner, err := unix.IoctlRetInt(int(f.Fd()), nsGetUserns)
+	if errors.Is(err, unix.EPERM) {
+		// The kernel refuses when the owner is outside this user
+		// namespace: the mount namespace was made before it (the host's).
+		return errors.New("refusing to run ostree: this process shares a mount namespace it did not create (the host's); run it through nodesim.New")
+	}
 	if err != nil {
 		return fmt.Errorf("asking the kernel which user namespace owns this mount namespace: %w", err)
 	}
