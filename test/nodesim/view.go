@@ -55,7 +55,8 @@ func (v *View) File(p string) (File, bool) {
 	return f, ok
 }
 
-// resolveDir resolves folder p within the tree.
+// resolveDir resolves folder p within the tree. When a folder is missing
+// it returns the path resolved so far with the rest appended, and false.
 func (v *View) resolveDir(p string) (string, bool) {
 	cur := "/"
 	parts := strings.Split(strings.Trim(p, "/"), "/")
@@ -72,14 +73,14 @@ func (v *View) resolveDir(p string) (string, bool) {
 		next := path.Join(cur, part)
 		f, ok := v.Files[next]
 		if !ok {
-			return "", false
+			return path.Join(append([]string{next}, parts...)...), false
 		}
 		if f.Type != tar.TypeSymlink {
 			cur = next
 			continue
 		}
 		if hops++; hops > 40 {
-			return "", false
+			return next, false
 		}
 		if strings.HasPrefix(f.Link, "/") {
 			cur = "/"
