@@ -10,7 +10,7 @@
 //	f, ok := v.File("/etc/motd")
 //
 // Each image's layers above the base go through kiln's emulation of
-// ostree-ext's layer import (filter.go: the path rules, etc -> usr/etc,
+// ostree-ext's layer import (internal/importfilter: the path rules, etc -> usr/etc,
 // dropped folders), are committed one by one with `ostree commit
 // --tree=tar=`, merged over the base with `ostree checkout --union
 // --whiteouts` and deployed with `ostree admin deploy`: the /etc three-way

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
 // The helper is the test binary itself, re-executed by New inside a new
@@ -160,7 +162,8 @@ func (h *helper) ostree(args ...string) (string, error) {
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8",
 		"OSTREE_SYSROOT_DEBUG=mutable-deployments", "OSTREE_SYSROOT_OPTS=skip-sync"}
 	b, err := cmd.CombinedOutput()
-	out := strings.TrimSpace(string(b))
+	// ostree quotes the image's file names in its messages.
+	out := termsafe.Escape(strings.TrimSpace(string(b)))
 	if err != nil {
 		return out, fmt.Errorf("ostree %s: %w: %s", args[0], err, out)
 	}
@@ -177,7 +180,7 @@ func (h *helper) init() (string, error) {
 }
 
 // importLayers does what ostree-ext's container import does with layers
-// already filtered (filter.go): one commit per layer tar, then a checkout
+// already filtered (internal/importfilter): one commit per layer tar, then a checkout
 // of the base and each layer over it (union, whiteouts processed for
 // layers), committed as ref.
 func (h *helper) importLayers(base string, layers []string, ref string) (string, error) {

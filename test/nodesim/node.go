@@ -17,6 +17,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kiln-dev/kiln/test/nodesim/internal/importfilter"
 )
 
 // Options are the node's ostree behaviour; the zero value is a current
@@ -53,6 +55,9 @@ type Node struct {
 // start: creating the namespaces needs root or CAP_SYS_ADMIN.
 func New(t testing.TB, o Options) *Node {
 	t.Helper()
+	if _, err := exec.LookPath("ostree"); err != nil {
+		t.Fatalf("the node simulation needs Debian's ostree (bash hack/packages.sh installs it): %v", err)
+	}
 	n := &Node{t: t, opts: o, work: t.TempDir()}
 	if err := n.start(); err != nil {
 		t.Fatalf("starting the simulated node: %v", err)
@@ -68,7 +73,8 @@ func (n *Node) sysroot() string { return filepath.Join(n.work, "sysroot") }
 
 // start runs the helper in a new user namespace with the first 65536 ids
 // mapped to themselves (the files keep their owners) and a new mount
-// namespace.
+// namespace. When the test process dies the helper reads EOF and exits,
+// taking the namespace and its tmpfs with it.
 func (n *Node) start() error {
 	if err := os.Mkdir(n.sysroot(), 0o700); err != nil {
 		return err
@@ -84,7 +90,6 @@ func (n *Node) start() error {
 	n.cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS,
 		UidMappings: ids, GidMappings: ids, GidMappingsEnableSetgroups: true,
-		Pdeathsig: syscall.SIGKILL,
 	}
 	return n.pipe()
 }
@@ -156,7 +161,7 @@ func (n *Node) Deploy(base v1.Image) (*View, error) {
 		return nil, fmt.Errorf("deploying the base: reading its layers: %w", err)
 	}
 	start := time.Now()
-	files, _, err := n.writeLayers(layers, importConfig{base: true})
+	files, _, err := n.writeLayers(layers, importfilter.Config{Base: true})
 	if err != nil {
 		return nil, fmt.Errorf("deploying the base: %w", err)
 	}
@@ -192,7 +197,7 @@ func (n *Node) Upgrade(img v1.Image) (*View, error) {
 		return nil, err
 	}
 	start := time.Now()
-	cfg := importConfig{factoryVar: n.opts.FactoryVar, allowNonUsr: n.opts.TransientRoot, paxPathBypass: n.opts.PAXPathBypassesEtc}
+	cfg := importfilter.Config{FactoryVar: n.opts.FactoryVar, AllowNonUsr: n.opts.TransientRoot, PAXPathBypass: n.opts.PAXPathBypassesEtc}
 	files, dropped, err := n.writeLayers(layers[len(n.base):], cfg)
 	if err != nil {
 		return nil, fmt.Errorf("upgrading: %w", err)
@@ -225,7 +230,7 @@ func (n *Node) checkBase(layers []v1.Layer) error {
 }
 
 // writeLayers filters each layer into a tar file of the work folder.
-func (n *Node) writeLayers(layers []v1.Layer, cfg importConfig) ([]string, map[string]int, error) {
+func (n *Node) writeLayers(layers []v1.Layer, cfg importfilter.Config) ([]string, map[string]int, error) {
 	dropped := map[string]int{}
 	var files []string
 	for i, l := range layers {
@@ -243,7 +248,7 @@ func (n *Node) writeLayers(layers []v1.Layer, cfg importConfig) ([]string, map[s
 	return files, dropped, nil
 }
 
-func filterLayerToFile(l v1.Layer, name string, cfg importConfig) (map[string]int, error) {
+func filterLayerToFile(l v1.Layer, name string, cfg importfilter.Config) (map[string]int, error) {
 	rc, err := l.Uncompressed()
 	if err != nil {
 		return nil, fmt.Errorf("reading layer: %w", err)
@@ -253,7 +258,7 @@ func filterLayerToFile(l v1.Layer, name string, cfg importConfig) (map[string]in
 	if err != nil {
 		return nil, err
 	}
-	d, err := filterLayer(rc, f, cfg)
+	d, err := importfilter.Filter(rc, f, cfg)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -1,4 +1,7 @@
-package nodesim
+// Package importfilter stands in for what ostree-ext does to each layer
+// of a derived image before `ostree commit --tree=tar=` sees it; package
+// nodesim runs real ostree on its output.
+package importfilter
 
 import (
 	"archive/tar"
@@ -24,27 +27,35 @@ import (
 // What ostree then does with the filtered stream (device nodes, hard links
 // to files outside the layer, whiteouts) is left to the real ostree.
 
-// maxLayerBytes caps what the filter reads of one layer.
+// maxLayerBytes caps what the filter reads of one layer and, since a
+// sparse entry expands, what it writes.
 const maxLayerBytes = 1 << 30
 
 // apiFolders are the API filesystems whose contents the import drops.
 var apiFolders = map[string]bool{"run": true, "tmp": true, "proc": true, "sys": true, "dev": true}
 
-// importConfig is the node's import behaviour.
-type importConfig struct {
-	factoryVar    bool // var -> usr/share/factory/var
-	allowNonUsr   bool // keep other top-level folders (transient root)
-	paxPathBypass bool // a PAX path record keeps its original name
-	// base marks the image's own (ostree-encapsulated) layers: ostree-ext
+// Config is the node's import behaviour.
+type Config struct {
+	FactoryVar    bool // var -> usr/share/factory/var
+	AllowNonUsr   bool // keep other top-level folders (transient root)
+	PAXPathBypass bool // a PAX path record keeps its original name
+	// Base marks the image's own (ostree-encapsulated) layers: ostree-ext
 	// imports those as the ostree commit they were exported from, so only
 	// the etc -> usr/etc move applies and nothing is dropped.
-	base bool
+	Base bool
+	// MaxBytes overrides maxLayerBytes.
+	MaxBytes int64
 }
 
-// filterLayer copies the layer tar r to w as the import would pass it to
+// Filter copies the layer tar r to w as the import would pass it to
 // ostree, and counts the dropped entries by top-level folder.
-func filterLayer(r io.Reader, w io.Writer, cfg importConfig) (map[string]int, error) {
-	lr := &io.LimitedReader{R: r, N: maxLayerBytes + 1}
+func Filter(r io.Reader, w io.Writer, cfg Config) (map[string]int, error) {
+	limit := int64(maxLayerBytes)
+	if cfg.MaxBytes > 0 {
+		limit = cfg.MaxBytes
+	}
+	lr := &io.LimitedReader{R: r, N: limit + 1}
+	left := limit
 	tr := tar.NewReader(lr)
 	tw := tar.NewWriter(w)
 	dropped := map[string]int{}
@@ -56,9 +67,10 @@ func filterLayer(r io.Reader, w io.Writer, cfg importConfig) (map[string]int, er
 		if err != nil {
 			return nil, fmt.Errorf("reading layer: %w", err)
 		}
-		if lr.N <= 0 {
-			return nil, fmt.Errorf("reading layer: over %d bytes", maxLayerBytes)
+		if lr.N <= 0 || hdr.Size > left {
+			return nil, fmt.Errorf("reading layer: over %d bytes", limit)
 		}
+		left -= max(hdr.Size, 0)
 		name, keep, err := normalize(hdr.Name, cfg)
 		if err != nil {
 			return nil, err
@@ -76,7 +88,7 @@ func filterLayer(r io.Reader, w io.Writer, cfg importConfig) (map[string]int, er
 
 // normalize returns the path the import gives name, or, when the entry is
 // dropped, its top-level folder and false.
-func normalize(name string, cfg importConfig) (string, bool, error) {
+func normalize(name string, cfg Config) (string, bool, error) {
 	if !utf8.ValidString(name) {
 		return "", false, fmt.Errorf("layer entry %q: path is not UTF-8: ostree-ext refuses the layer", name)
 	}
@@ -98,15 +110,15 @@ func normalize(name string, cfg importConfig) (string, bool, error) {
 	case first == "usr":
 	case first == "etc":
 		parts = append([]string{"usr"}, parts...)
-	case cfg.base:
-	case first == "var" && cfg.factoryVar:
+	case cfg.Base:
+	case first == "var" && cfg.FactoryVar:
 		parts = append([]string{"usr", "share", "factory"}, parts...)
 	case first == "var":
 	case apiFolders[first]:
 		if len(parts) > 1 {
 			return parts[1], false, nil
 		}
-	case cfg.allowNonUsr:
+	case cfg.AllowNonUsr:
 	default:
 		return first, false, nil
 	}
@@ -122,7 +134,7 @@ func remapEtc(target string) string {
 	return target
 }
 
-func copyEntry(tw *tar.Writer, tr *tar.Reader, hdr *tar.Header, name string, cfg importConfig) error {
+func copyEntry(tw *tar.Writer, tr *tar.Reader, hdr *tar.Header, name string, cfg Config) error {
 	if (hdr.Typeflag == tar.TypeSymlink || hdr.Typeflag == tar.TypeLink) && !utf8.ValidString(hdr.Linkname) {
 		return fmt.Errorf("layer entry %q: link target %q is not UTF-8: ostree-ext refuses the layer", hdr.Name, hdr.Linkname)
 	}
@@ -135,7 +147,7 @@ func copyEntry(tw *tar.Writer, tr *tar.Reader, hdr *tar.Header, name string, cfg
 	// names as GNU long-name entries; extended attributes are not carried
 	// by this simulation (no SELinux labels here).
 	out.Format, out.PAXRecords, out.Xattrs = tar.FormatGNU, nil, nil
-	if p, ok := hdr.PAXRecords["path"]; ok && cfg.paxPathBypass {
+	if p, ok := hdr.PAXRecords["path"]; ok && cfg.PAXPathBypass {
 		// The affected ostree-ext versions re-emit the entry's PAX
 		// records after renaming it; the reader then takes the PAX path,
 		// which is the name before the etc -> usr/etc move.

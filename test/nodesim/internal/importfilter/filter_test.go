@@ -1,4 +1,4 @@
-package nodesim
+package importfilter
 
 import (
 	"archive/tar"
@@ -22,27 +22,27 @@ func TestNormalizeFollowsTheImportRules(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		in   string
-		cfg  importConfig
+		cfg  Config
 		want result
 	}{
-		{"usr/bin/x", importConfig{}, result{"./usr/bin/x", true, false}},
-		{"/usr//bin/./x", importConfig{}, result{"./usr/bin/x", true, false}},
-		{"./etc/motd", importConfig{}, result{"./usr/etc/motd", true, false}},
-		{"etc", importConfig{}, result{"./usr/etc", true, false}},
-		{"var/lib/x", importConfig{}, result{"./var/lib/x", true, false}},
-		{"var/lib/x", importConfig{factoryVar: true}, result{"./usr/share/factory/var/lib/x", true, false}},
-		{"run", importConfig{}, result{"./run", true, false}},
-		{"run/x/y", importConfig{}, result{"x", false, false}},
-		{"dev/null", importConfig{allowNonUsr: true}, result{"null", false, false}},
-		{"opt/x", importConfig{}, result{"opt", false, false}},
-		{"opt/x", importConfig{allowNonUsr: true}, result{"./opt/x", true, false}},
-		{"boot/vmlinuz", importConfig{}, result{"boot", false, false}},
-		{"top-level", importConfig{}, result{"top-level", false, false}},
-		{"home", importConfig{base: true}, result{"./home", true, false}},
-		{"etc/passwd", importConfig{base: true}, result{"./usr/etc/passwd", true, false}},
-		{"./", importConfig{}, result{"./", true, false}},
-		{"usr/../../etc/shadow", importConfig{}, result{"", false, true}},
-		{"usr/lib/\xff", importConfig{}, result{"", false, true}},
+		{"usr/bin/x", Config{}, result{"./usr/bin/x", true, false}},
+		{"/usr//bin/./x", Config{}, result{"./usr/bin/x", true, false}},
+		{"./etc/motd", Config{}, result{"./usr/etc/motd", true, false}},
+		{"etc", Config{}, result{"./usr/etc", true, false}},
+		{"var/lib/x", Config{}, result{"./var/lib/x", true, false}},
+		{"var/lib/x", Config{FactoryVar: true}, result{"./usr/share/factory/var/lib/x", true, false}},
+		{"run", Config{}, result{"./run", true, false}},
+		{"run/x/y", Config{}, result{"x", false, false}},
+		{"dev/null", Config{AllowNonUsr: true}, result{"null", false, false}},
+		{"opt/x", Config{}, result{"opt", false, false}},
+		{"opt/x", Config{AllowNonUsr: true}, result{"./opt/x", true, false}},
+		{"boot/vmlinuz", Config{}, result{"boot", false, false}},
+		{"top-level", Config{}, result{"top-level", false, false}},
+		{"home", Config{Base: true}, result{"./home", true, false}},
+		{"etc/passwd", Config{Base: true}, result{"./usr/etc/passwd", true, false}},
+		{"./", Config{}, result{"./", true, false}},
+		{"usr/../../etc/shadow", Config{}, result{"", false, true}},
+		{"usr/lib/\xff", Config{}, result{"", false, true}},
 	} {
 		name, keep, err := normalize(tc.in, tc.cfg)
 		got := result{name, keep, err != nil}
@@ -61,20 +61,40 @@ func TestFilterLayerWritesLongNamesAsTheImportDoes(t *testing.T) {
 	long.hdr.Format = tar.FormatPAX
 	in := tarBytes(t, long, hardlink("etc/alias", longEtcName))
 	for _, tc := range []struct {
-		cfg  importConfig
+		cfg  Config
 		want []string
 	}{
-		{importConfig{}, []string{"./usr/" + longEtcName, "./usr/etc/alias -> usr/" + longEtcName}},
-		{importConfig{paxPathBypass: true}, []string{longEtcName, "./usr/etc/alias -> usr/" + longEtcName}},
+		{Config{}, []string{"./usr/" + longEtcName, "./usr/etc/alias -> usr/" + longEtcName}},
+		{Config{PAXPathBypass: true}, []string{longEtcName, "./usr/etc/alias -> usr/" + longEtcName}},
 	} {
 		var out bytes.Buffer
-		if _, err := filterLayer(bytes.NewReader(in), &out, tc.cfg); err != nil {
+		if _, err := Filter(bytes.NewReader(in), &out, tc.cfg); err != nil {
 			t.Fatal(err)
 		}
 		if d := cmp.Diff(tc.want, names(t, out.Bytes())); d != "" {
 			t.Errorf("filtered names with %+v (-want +got):\n%s", tc.cfg, d)
 		}
 	}
+}
+
+var longEtcName = "etc/" + strings.Repeat("n", 120)
+
+// member is one tar entry of a test layer.
+type member struct {
+	hdr  tar.Header
+	data string
+}
+
+func reg(name, data string) member {
+	return member{hdr: tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data))}, data: data}
+}
+
+func dir(name string) member {
+	return member{hdr: tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755}}
+}
+
+func hardlink(name, target string) member {
+	return member{hdr: tar.Header{Name: name, Typeflag: tar.TypeLink, Linkname: target}}
 }
 
 func tarBytes(t testing.TB, ms ...member) []byte {
@@ -121,7 +141,7 @@ func FuzzFilterLayer(f *testing.F) {
 	f.Add([]byte("not a tar"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out bytes.Buffer
-		if _, err := filterLayer(bytes.NewReader(in), &out, importConfig{}); err != nil {
+		if _, err := Filter(bytes.NewReader(in), &out, Config{MaxBytes: 1 << 20}); err != nil {
 			return
 		}
 		tr := tar.NewReader(&out)
