@@ -56,6 +56,9 @@ func hostileCases() []hostileCase {
 		{name: "non-UTF-8 name", layer: func(t testing.TB) v1.Layer {
 			return layerOf(t, reg("usr/lib/bad\xff", "x"))
 		}, want: outcome{Err: `path is not UTF-8: ostree-ext refuses the layer`}},
+		{name: "non-UTF-8 name past ostree-ext's check", opts: Options{rawNames: true}, layer: func(t testing.TB) v1.Layer {
+			return layerOf(t, reg("usr/lib/bad\xff", "x"))
+		}, want: outcome{Err: `Invalid UTF-8 in filename`}},
 		{name: "second kernel sorting after the base's", layer: func(t testing.TB) v1.Layer {
 			return layerOf(t, reg("usr/lib/modules/6.99.0-rt/vmlinuz", "k"), reg("usr/lib/modules/6.99.0-rt/initramfs.img", "i"))
 		}, want: outcome{Kernel: "6.99.0-rt"}},
@@ -87,7 +90,8 @@ func hostileCases() []hostileCase {
 
 // TestHostileImagesOnNode upgrades a node to each image and records what
 // real ostree does with it: the upgrade fails (hard link to a base file,
-// device node, fifo; non-UTF-8 names fail in ostree-ext's filter; a PAX
+// device node, fifo; non-UTF-8 names fail in ostree-ext's filter, and in
+// ostree's own import past it; a PAX
 // path that escaped the etc move fails the deployment), the content is
 // dropped (opt, boot, top-level files, run's contents), or it is kept (a
 // second kernel boots or not by ostree's order; with a transient root

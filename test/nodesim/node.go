@@ -34,6 +34,8 @@ type Options struct {
 	// path record (Go's archive/tar writes one for a name USTAR cannot
 	// hold) escapes the etc -> usr/etc move.
 	PAXPathBypassesEtc bool
+	// rawNames lets a non-UTF-8 name past the filter to ostree (tests).
+	rawNames bool
 }
 
 // Node is a simulated rpm-ostree node: a sysroot on a tmpfs that real
@@ -197,7 +199,8 @@ func (n *Node) Upgrade(img v1.Image) (*View, error) {
 		return nil, err
 	}
 	start := time.Now()
-	cfg := importfilter.Config{FactoryVar: n.opts.FactoryVar, AllowNonUsr: n.opts.TransientRoot, PAXPathBypass: n.opts.PAXPathBypassesEtc}
+	cfg := importfilter.Config{FactoryVar: n.opts.FactoryVar, AllowNonUsr: n.opts.TransientRoot, PAXPathBypass: n.opts.PAXPathBypassesEtc,
+		KeepNonUTF8: n.opts.rawNames}
 	files, dropped, err := n.writeLayers(layers[len(n.base):], cfg)
 	if err != nil {
 		return nil, fmt.Errorf("upgrading: %w", err)

@@ -43,6 +43,9 @@ type Config struct {
 	// imports those as the ostree commit they were exported from, so only
 	// the etc -> usr/etc move applies and nothing is dropped.
 	Base bool
+	// KeepNonUTF8 skips ostree-ext's UTF-8 check, so that ostree itself
+	// judges such a name (tests of what ostree does).
+	KeepNonUTF8 bool
 	// MaxBytes overrides maxLayerBytes.
 	MaxBytes int64
 }
@@ -89,7 +92,7 @@ func Filter(r io.Reader, w io.Writer, cfg Config) (map[string]int, error) {
 // normalize returns the path the import gives name, or, when the entry is
 // dropped, its top-level folder and false.
 func normalize(name string, cfg Config) (string, bool, error) {
-	if !utf8.ValidString(name) {
+	if !utf8.ValidString(name) && !cfg.KeepNonUTF8 {
 		return "", false, fmt.Errorf("layer entry %q: path is not UTF-8: ostree-ext refuses the layer", name)
 	}
 	var parts []string
