@@ -40,7 +40,7 @@ type Options struct {
 
 // Node is a simulated rpm-ostree node: a sysroot on a tmpfs that real
 // ostree deploys images on, inside a user and mount namespace of a helper
-// process.
+// process. A Node is not safe for concurrent use.
 type Node struct {
 	t    testing.TB
 	opts Options

@@ -2,6 +2,7 @@ package nodesim
 
 import (
 	"archive/tar"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -64,5 +65,41 @@ func TestUpgradeMergesEtcThreeWaysAndKeepsVar(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("node's files after the upgrade (-want +got):\n%s", d)
+	}
+}
+
+// TestWhiteoutsRemoveBaseFiles upgrades to an image whose layer deletes a
+// base file in /etc (a whiteout) and replaces a base folder (an opaque
+// whiteout): ostree's checkout applies both, and the /etc merge drops the
+// deleted file the node had not changed.
+func TestWhiteoutsRemoveBaseFiles(t *testing.T) {
+	n := New(t, Options{})
+	base := mustBase(t)
+	if _, err := n.Deploy(base); err != nil {
+		t.Fatal(err)
+	}
+	v, err := n.Upgrade(derived(t, base, layerOf(t,
+		reg("etc/.wh.hostname", ""),
+		dir("usr/lib/systemd/"),
+		reg("usr/lib/systemd/.wh..wh..opq", ""),
+		reg("usr/lib/systemd/only-this", "x\n"),
+	)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, p := range []string{"/etc/hostname", "/usr/etc/hostname", "/usr/lib/systemd/system", "/usr/lib/systemd/only-this", "/etc/passwd"} {
+		_, ok := v.File(p)
+		got[p] = map[bool]string{true: "present", false: "absent"}[ok]
+	}
+	want := map[string]string{"/etc/hostname": "absent", "/usr/etc/hostname": "absent", "/usr/lib/systemd/system": "absent",
+		"/usr/lib/systemd/only-this": "present", "/etc/passwd": "present"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("the node after the whiteouts (-want +got):\n%s", d)
+	}
+	for _, p := range v.Paths("/") {
+		if strings.Contains(p, ".wh.") {
+			t.Errorf("whiteout file %s reached the node", p)
+		}
 	}
 }
