@@ -151,9 +151,10 @@ func (h *helper) handle(req request) response {
 
 func (h *helper) repo() string { return filepath.Join(h.sysroot, "ostree", "repo") }
 
-// ostree runs the ostree CLI with the environment the brief of this
-// simulation requires: deployments stay mutable (no immutable bit on a
-// tmpfs), no syncs, a fixed locale for stable messages.
+// ostree runs the ostree CLI, after the isolation check, with a fixed
+// environment: deployments stay mutable (no immutable bit on a tmpfs), no
+// syncs (nothing here outlives the tmpfs), a fixed locale for stable
+// messages.
 func (h *helper) ostree(args ...string) (string, error) {
 	if err := checkIsolated(h.sysroot); err != nil {
 		return "", err
