@@ -29,6 +29,7 @@ TEST_PACKAGES=(
   openssl            # test keys and certificates
   apache2-utils      # htpasswd for the registry auth tests
   tinyproxy-bin      # a real forward HTTP proxy for the registry proxy tests (no service)
+  ostree             # the node simulation (test/nodesim): commit, deploy, three-way /etc merge
   containerd          # the real-Tekton e2e's node: CRI runtime for its kubelet
   containernetworking-plugins # its pod network (bridge + host-local)
   iptables            # the kubelet expects it on PATH
