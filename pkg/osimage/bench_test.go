@@ -243,9 +243,9 @@ func pushRandomBase(ref string, mb, layers int) error {
 		if i == layers-1 {
 			size = total - size*int64(layers-1)
 		}
-		seed := uint64(i + 1)
+		seed, last := uint64(i+1), i == layers-1
 		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-			return randomTar(seed, size), nil
+			return randomTar(seed, size, last), nil
 		}, tarball.WithCompressionLevel(gzip.BestSpeed))
 		if err != nil {
 			return err
@@ -271,13 +271,21 @@ func pushRandomBase(ref string, mb, layers int) error {
 }
 
 // randomTar streams a tar holding one file of size random bytes.
-func randomTar(seed uint64, size int64) io.ReadCloser {
+// With kernel, it also holds the stand-in vmlinuz the node import check
+// requires of a base.
+func randomTar(seed uint64, size int64, kernel bool) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		tw := tar.NewWriter(pw)
 		err := tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("usr/share/bench/blob-%d", seed), Mode: 0o644, Size: size, ModTime: layerTime})
 		if err == nil {
 			_, err = io.CopyN(tw, rand.NewChaCha8([32]byte{byte(seed)}), size)
+		}
+		if err == nil && kernel {
+			body := []byte("stand-in kernel\n")
+			if err = tw.WriteHeader(&tar.Header{Name: "usr/lib/modules/" + env.StandInKernel + "/vmlinuz", Mode: 0o644, Size: int64(len(body)), ModTime: layerTime}); err == nil {
+				_, err = tw.Write(body)
+			}
 		}
 		if err == nil {
 			err = tw.Close()

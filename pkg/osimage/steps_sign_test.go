@@ -26,7 +26,8 @@ import (
 func TestBuildSignVerifySteps(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	ctx := context.Background()
-	base, _ := random.Image(1024, 2)
+	base, _ := random.Image(1024, 1)
+	base = env.WithKernel(t, base)
 	baseRef, _ := name.ParseReference(reg.Host+"/base/os:1", name.Insecure)
 	if err := remote.Write(baseRef, base); err != nil {
 		t.Fatal(err)
