@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -293,4 +294,44 @@ func TestNodeCheckRefusesHostileEntriesInTheLayer(t *testing.T) {
 
 func opener(b []byte) func() (io.ReadCloser, error) {
 	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+}
+
+// TestReuseRequiresAnAttestedNodeCheck: an image at the fingerprint tag
+// whose attestation (from kiln's key, otherwise binding these inputs)
+// names no node import check is not reused but rebuilt, checked and
+// pushed; a build attested with the check is reused.
+func TestReuseRequiresAnAttestedNodeCheck(t *testing.T) {
+	host, _ := nodeAttackSite(t)
+	r := registry.Remote{Insecure: []string{host}}
+	key := newCosignKey(t)
+	in := BuildInput{Base: host + "/base/os:1", Repository: host + "/kiln/os", Pool: "worker",
+		Rendered: renderedMC(t, "rendered-worker-1", sampleConfig(t, "hi\n")), Identity: key.id}
+	first, err := Build(context.Background(), r, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unchecked := *first
+	unchecked.Inputs.Parameters = maps.Clone(first.Inputs.Parameters)
+	delete(unchecked.Inputs.Parameters, "nodeLint")
+	key.sign(t, r, &unchecked)
+
+	second, err := Build(context.Background(), r, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Reused || !strings.Contains(second.Rejected, "parameter nodeLint is missing") {
+		t.Fatalf("reused %v, rejected %q; want a rebuild naming the missing node check", second.Reused, second.Rejected)
+	}
+	if second.Lint == nil || !second.Lint.Pass || second.Lint.Attested {
+		t.Errorf("the rebuild's node check %+v, want one run by this build", second.Lint)
+	}
+
+	key.sign(t, r, second)
+	third, err := Build(context.Background(), r, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !third.Reused || third.Lint == nil || !third.Lint.Attested || third.Lint.Rules != nodeimport.RulesVersion {
+		t.Errorf("reused %v, lint %+v; want the attested build reused with its attested rules", third.Reused, third.Lint)
+	}
 }
