@@ -49,6 +49,9 @@ func tarOf(t testing.TB, es []ent) []byte {
 		if e.typ == tar.TypeReg {
 			h.Size = int64(len(e.body))
 		}
+		if e.typ == tar.TypeXGlobalHeader {
+			h.PAXRecords, h.Mode = map[string]string{"comment": "git archive"}, 0
+		}
 		if err := tw.WriteHeader(h); err != nil {
 			t.Fatalf("writing %q: %v", e.name, err)
 		}

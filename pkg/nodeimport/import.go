@@ -147,6 +147,11 @@ func (im *importer) layer(i int, r io.Reader) error {
 // entry applies one tar entry. stop says the layer failed as a whole
 // (ostree-ext refuses the layer on a `..`): the rest is not read.
 func (im *importer) entry(ls *layerState, h *tar.Header, tr *tar.Reader) (stop bool, err error) {
+	if h.Typeflag == tar.TypeXGlobalHeader {
+		// A PAX global header (git archive writes one) is no file: the
+		// import's tar reader consumes it.
+		return false, nil
+	}
 	raw := h.Name
 	p, ok := im.checkName(ls.index, raw)
 	if !ok {

@@ -23,6 +23,7 @@ func TestImportFindingsPerRule(t *testing.T) {
 		{"empty name", []ent{reg("", "x")}, []brief{{RulePath, Error, "/"}}},
 		{"300-byte component", []ent{reg("etc/"+strings.Repeat("a", 300), "x")}, []brief{{RuleNameLength, Error, "/etc/" + strings.Repeat("a", 300)}}},
 		{"fifo", []ent{typed("usr/share/fifo", tar.TypeFifo)}, []brief{{RuleFileType, Error, "/usr/share/fifo"}}},
+		{"PAX global header", []ent{{name: "pax_global_header", typ: tar.TypeXGlobalHeader, format: tar.FormatPAX}, reg("usr/share/after", "x")}, []brief{}},
 		{"character device", []ent{typed("usr/share/null", tar.TypeChar)}, []brief{{RuleFileType, Error, "/usr/share/null"}}},
 		{"hard link into the same layer", []ent{reg("usr/bin/a", "x"), hard("usr/bin/b", "usr/bin/a")}, []brief{}},
 		{"hard link to a base file", []ent{hard("usr/bin/b", "etc/os-release")}, []brief{{RuleHardlink, Error, "/usr/bin/b"}}},

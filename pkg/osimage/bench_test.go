@@ -30,7 +30,8 @@ import (
 // BenchmarkImageConfigChange measures a config-only change on a base of a
 // given size and layer count, three programs against one registry in each
 // round, one after the other: the built `kiln-steps image-build` (fast
-// path: base layers mounted, one layer appended), `buildah bud` of a
+// path: base layers read once by the node import check, then mounted, one
+// layer appended), `buildah bud` of a
 // COPY-only Containerfile with fresh storage (a build pod's cold start:
 // pull, build, push), and the floor, the requests any such push needs
 // sent directly over HTTP (a mount per base layer, the new layer, the
