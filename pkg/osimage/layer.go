@@ -213,8 +213,9 @@ func (p *planner) owner(field string, n igntypes.Node) (uid, gid int, ok bool) {
 	uid, ok1 := id(n.User.ID, n.User.Name)
 	gid, ok2 := id(n.Group.ID, n.Group.Name)
 	if !ok1 || !ok2 {
-		// Names other than root need the base's /etc/passwd, which the fast
-		// path never downloads. MCO resolves them on the node.
+		// Names other than root need the node's /etc/passwd, which the
+		// image's need not match (ostree merges /etc). MCO resolves them on
+		// the node.
 		p.errorf("%s %s: user/group given by name; the image build needs a numeric id (user.id, group.id)", field, n.Path)
 		return 0, 0, false
 	}
