@@ -22,6 +22,18 @@ type NodeLint struct {
 	Attested bool `json:"attested,omitempty"`
 }
 
+// verdict is the NODE_CHECK result.
+func (l *NodeLint) verdict() string {
+	switch {
+	case l == nil:
+		return ""
+	case l.Attested:
+		return fmt.Sprintf("pass (%s, attested)", l.Rules)
+	default:
+		return fmt.Sprintf("pass (%s), %d warning(s)", l.Rules, len(l.Warnings))
+	}
+}
+
 // Record is the lint result as trust records and attests it.
 func (l *NodeLint) Record() *trust.NodeLint {
 	if l == nil {

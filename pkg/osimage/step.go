@@ -142,7 +142,7 @@ func writeBuildResults(results *step.Results, res *BuildResult) error {
 	}
 	for k, v := range map[string]string{
 		"IMAGE_URL": image.Context().Name(), "IMAGE_DIGEST": res.Digest.String(), "REUSED": strconv.FormatBool(res.Reused),
-		"REUSE_REJECTED": clip(res.Rejected, maxRejectedBytes),
+		"REUSE_REJECTED": clip(res.Rejected, maxRejectedBytes), "NODE_CHECK": res.Lint.verdict(),
 	} {
 		if err := results.Set(k, v); err != nil {
 			return err
