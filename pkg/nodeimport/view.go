@@ -43,6 +43,18 @@ const (
 	LostVarUpgrade = "/var is applied on first install only; the node keeps its own /var on upgrade"
 )
 
+// Defaults are t's /etc defaults (its /usr/etc) by /etc path: the
+// Node.Defaults of a node that booted t, for simulating an upgrade from it.
+func (t *Tree) Defaults() map[string]Entry {
+	out := map[string]Entry{}
+	for p, e := range t.Entries {
+		if p != "/usr/etc" && under(p, "/usr/etc") {
+			out[path.Join("/etc", strings.TrimPrefix(p, "/usr/etc"))] = e
+		}
+	}
+	return out
+}
+
 // NodeView deploys t onto node: /usr as committed, /etc as ostree's
 // three-way merge makes it (the image's defaults, with every file the
 // node changed, added or removed locally kept as the node has it), /var

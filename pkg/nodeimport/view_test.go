@@ -102,3 +102,22 @@ func TestNodeViewFactoryVarOnFirstInstall(t *testing.T) {
 		t.Errorf("an upgrade copied the factory /var into /var")
 	}
 }
+
+// TestNodeViewUpgradeFromPreviousTree: a node that booted one image and
+// had one /etc file edited locally upgrades to the next image: the edited
+// file keeps the node's copy, an untouched one gets the new image's.
+func TestNodeViewUpgradeFromPreviousTree(t *testing.T) {
+	prev, _ := importLayers(t, Options{}, with(kernel("k1"), []ent{reg("etc/a.conf", "a1"), reg("etc/b.conf", "b1")}))
+	next, _ := importLayers(t, Options{}, with(kernel("k1"), []ent{reg("etc/a.conf", "a2"), reg("etc/b.conf", "b2")}))
+	etc := prev.Defaults()
+	etc["/etc/b.conf"] = file("/etc/b.conf", "edited on the node")
+	v := NodeView(next, Node{Upgrade: true, Defaults: prev.Defaults(), Etc: etc})
+	got := map[string]string{"/etc/a.conf": v.Files["/etc/a.conf"].Digest, "/etc/b.conf": v.Files["/etc/b.conf"].Digest}
+	want := map[string]string{"/etc/a.conf": digestOf("a2"), "/etc/b.conf": digestOf("edited on the node")}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("/etc after the upgrade (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]Loss{{"/etc/b.conf", LostLocalEtc}}, v.Lost); d != "" {
+		t.Errorf("lost (-want +got):\n%s", d)
+	}
+}
