@@ -2,6 +2,8 @@ package osimage
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -47,7 +49,8 @@ func (l *NodeLint) Record() *trust.NodeLint {
 // rejected input, naming the platform, the file and the rule.
 func lintImages(images map[string]v1.Image, plan *Plan) (*NodeLint, error) {
 	all := append([]nodeimport.Finding(nil), plan.Warnings...)
-	for platform, img := range images {
+	for _, platform := range slices.Sorted(maps.Keys(images)) {
+		img := images[platform]
 		what := "checking the image as a node imports it"
 		if platform != "" {
 			what = "checking the image for " + platform + " as a node imports it"
