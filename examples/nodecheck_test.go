@@ -1,4 +1,4 @@
-package nodeimport_test
+package examples
 
 import (
 	"archive/tar"
@@ -12,7 +12,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/kiln-dev/kiln/examples"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 )
 
@@ -21,7 +20,7 @@ import (
 // appends one.
 func sampleWithConfig(tb testing.TB) v1.Image {
 	tb.Helper()
-	base, err := examples.BaseImage()
+	base, err := BaseImage()
 	if err != nil {
 		tb.Fatal(err)
 	}
