@@ -30,7 +30,8 @@ import (
 // BenchmarkImageConfigChange measures a config-only change on a base of a
 // given size and layer count, three programs against one registry in each
 // round, one after the other: the built `kiln-steps image-build` (fast
-// path: base layers mounted, one layer appended), `buildah bud` of a
+// path: base layers read once by the node import check, then mounted, one
+// layer appended), `buildah bud` of a
 // COPY-only Containerfile with fresh storage (a build pod's cold start:
 // pull, build, push), and the floor, the requests any such push needs
 // sent directly over HTTP (a mount per base layer, the new layer, the
@@ -243,9 +244,9 @@ func pushRandomBase(ref string, mb, layers int) error {
 		if i == layers-1 {
 			size = total - size*int64(layers-1)
 		}
-		seed := uint64(i + 1)
+		seed, last := uint64(i+1), i == layers-1
 		l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-			return randomTar(seed, size), nil
+			return randomTar(seed, size, last), nil
 		}, tarball.WithCompressionLevel(gzip.BestSpeed))
 		if err != nil {
 			return err
@@ -271,13 +272,21 @@ func pushRandomBase(ref string, mb, layers int) error {
 }
 
 // randomTar streams a tar holding one file of size random bytes.
-func randomTar(seed uint64, size int64) io.ReadCloser {
+// With kernel, it also holds the stand-in vmlinuz the node import check
+// requires of a base.
+func randomTar(seed uint64, size int64, kernel bool) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		tw := tar.NewWriter(pw)
 		err := tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("usr/share/bench/blob-%d", seed), Mode: 0o644, Size: size, ModTime: layerTime})
 		if err == nil {
 			_, err = io.CopyN(tw, rand.NewChaCha8([32]byte{byte(seed)}), size)
+		}
+		if err == nil && kernel {
+			body := []byte("stand-in kernel\n")
+			if err = tw.WriteHeader(&tar.Header{Name: "usr/lib/modules/" + env.StandInKernel + "/vmlinuz", Mode: 0o644, Size: int64(len(body)), ModTime: layerTime}); err == nil {
+				_, err = tw.Write(body)
+			}
 		}
 		if err == nil {
 			err = tw.Close()

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -78,6 +79,9 @@ type BuildResult struct {
 	Plan        *Plan
 	// Inputs are what the image is built from (pkg/trust).
 	Inputs trust.Inputs
+	// Lint is the node import check of the image, run before the push;
+	// for a reused image, the attested rules it passed.
+	Lint *NodeLint
 }
 
 // inputs are the build's trust.Inputs: what image-sign attests and what a
@@ -85,7 +89,7 @@ type BuildResult struct {
 // (Builder, and the buildah path's context); the rest comes from in.
 func (in *BuildInput) inputs(baseByDigest string, plan *Plan, by trust.NodeImage) (trust.Inputs, error) {
 	by.Pool, by.BaseImage, by.RenderedName, by.RenderedHash = in.Pool, baseByDigest, in.Rendered.Name, RenderedHash(plan)
-	by.KmodDigests, by.Source = in.KmodDigests, in.Source
+	by.KmodDigests, by.Source, by.NodeLint = in.KmodDigests, in.Source, nodeimport.RulesVersion
 	return by.Inputs()
 }
 
@@ -114,6 +118,13 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 	a, err := f.assemble()
 	if err != nil {
 		return nil, err
+	}
+	images, err := a.images()
+	if err != nil {
+		return nil, err
+	}
+	if res.Lint, err = lintImages(images, res.Plan); err != nil {
+		return nil, fmt.Errorf("building image for %s: %w", in.Rendered.Name, err)
 	}
 	res.Digest = a.digest
 	// The manifest goes straight to the tag, once: the registry refuses a
@@ -266,6 +277,9 @@ func (res *BuildResult) reuse(ctx context.Context, r registry.Remote, tag name.T
 	switch err := signing.Prove(ctx, r, image, id, res.Inputs); {
 	case err == nil:
 		res.Digest, res.Reused, res.Ref = desc.Digest, true, image.String()
+		// The proven inputs name the node rules; kiln signs only an image
+		// that passed them.
+		res.Lint = &NodeLint{Summary: nodeimport.Summary{Rules: res.Inputs.Parameters["nodeLint"], Pass: true}, Attested: true}
 		return true, nil
 	case errors.Is(err, trust.ErrNotProven):
 		res.Rejected = fmt.Sprintf("tag %s holds %s with %s: %s", tag.TagStr(), desc.Digest, trust.ErrNotProven, trust.Reason(err))
@@ -273,6 +287,30 @@ func (res *BuildResult) reuse(ctx context.Context, r registry.Remote, tag name.T
 	default:
 		return false, fmt.Errorf("proving the existing build %s: %w", tag, err)
 	}
+}
+
+// images are the assembled image's platform images, by platform.
+func (a *assembled) images() (map[string]v1.Image, error) {
+	if a.index == nil {
+		return map[string]v1.Image{"": a.image}, nil
+	}
+	im, err := a.index.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]v1.Image{}
+	for _, d := range im.Manifests {
+		img, err := a.index.Image(d.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("reading platform %v of the built index: %w", d.Platform, err)
+		}
+		name := d.Digest.String()
+		if d.Platform != nil {
+			name = "platform " + d.Platform.String()
+		}
+		out[name] = img
+	}
+	return out, nil
 }
 
 // imageMeta is what the fast path adds to each platform's image.

@@ -50,8 +50,9 @@ func (l *requestLog) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestBuildFastPathRequestsAreTheFloor counts what a fast-path build of
 // an N-layer base sends: one ping, the base's manifest and config, the
 // fingerprint tag's HEAD (the reuse decision), one mount per base layer
-// with no HEAD before it, one POST and one PUT for the new layer and for
-// the config, and one manifest PUT, at the tag.
+// with no HEAD before it, one GET per base layer (the node import check
+// reads the whole image before anything is pushed), one POST and one PUT
+// for the new layer and for the config, and one manifest PUT, at the tag.
 func TestBuildFastPathRequestsAreTheFloor(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	for _, layers := range []int64{2, 5} {
@@ -71,7 +72,7 @@ func TestBuildFastPathRequestsAreTheFloor(t *testing.T) {
 				"GET https /v2/":                                1,
 				"GET http /v2/":                                 1,
 				"GET " + baseRepo + " manifests":                1,
-				"GET " + baseRepo + " blobs":                    1, // the config
+				"GET " + baseRepo + " blobs":                    1 + int(layers), // the config, each layer for the node check
 				"HEAD " + repo + " manifest at fingerprint tag": 1,
 				"POST " + repo + " mount from " + baseRepo:      int(layers),
 				"POST " + repo + " upload start":                2, // layer, config

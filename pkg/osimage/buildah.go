@@ -67,6 +67,10 @@ func BuildWithBuildah(ctx context.Context, bb Buildah, r registry.Remote, in Bui
 	if err != nil {
 		return nil, err
 	}
+	b.Check = func(img v1.Image) (err error) {
+		res.Lint, err = lintImages(map[string]v1.Image{"": img}, res.Plan)
+		return err
+	}
 	d, err := bb.BudAndPush(ctx, r, b)
 	if err != nil {
 		return nil, fmt.Errorf("building %s on %s: %w", in.Rendered.Name, in.Base, err)
@@ -209,6 +213,9 @@ type Bud struct {
 	Env map[string]string
 	// Target is where the result is pushed.
 	Target string
+	// Check, when set, runs on the built image before anything is pushed;
+	// its error stops the push (image-build's node import check).
+	Check func(v1.Image) error
 }
 
 // BudAndPush builds with `buildah bud --layers --timestamp 0`, writes the
@@ -230,6 +237,11 @@ func (bb Buildah) BudAndPush(ctx context.Context, r registry.Remote, b Bud) (v1.
 	out, err := bb.BudLocal(ctx, r, b, tmp)
 	if err != nil {
 		return v1.Hash{}, err
+	}
+	if b.Check != nil {
+		if err := b.Check(out.Image); err != nil {
+			return v1.Hash{}, err
+		}
 	}
 	if err := r.Write(ctx, target, out.Image); err != nil {
 		return v1.Hash{}, registry.Classify(err, "pushing image", target.String())

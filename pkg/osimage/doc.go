@@ -6,8 +6,11 @@
 // does, modes and owners kept), directories, links, systemd units, dropins, the
 // symlinks `systemctl enable` makes, and /etc/machine-config-daemon/currentconfig
 // — and appends it to the base with go-containerregistry. Base blobs are
-// mounted across repositories, never downloaded (only the base's manifest
-// and config are read). Identical inputs give an identical digest; the
+// mounted across repositories, never uploaded; each is read once, streamed,
+// by the node import check (pkg/nodeimport), which runs over the whole
+// image before anything is pushed, on both paths: an image a node could
+// not import, or content a node must never get, fails the build with the
+// file and the rule, as rejected input. Identical inputs give an identical digest; the
 // build's trust.Inputs (trust.NodeImage: base digest, rendered-config hash,
 // kmod digests, pool, source, builder, build format) name a tag
 // kiln-<Inputs.Fingerprint()>. The tag is only a hint: what it holds is

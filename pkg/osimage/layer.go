@@ -19,6 +19,8 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/ignres"
 	"github.com/kiln-dev/kiln/pkg/mcsize"
+	"github.com/kiln-dev/kiln/pkg/nodeimport"
+	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // CurrentConfigPath is where the MCD keeps the config a node runs; kiln puts
@@ -62,6 +64,10 @@ type Plan struct {
 	NeedsBuildah []string
 	// EnableBaseUnits are units of the base to `systemctl enable` in a build.
 	EnableBaseUnits []string
+	// Warnings are the node rules' warnings about the MachineConfig's
+	// files: content a node sees only on first install, or only once
+	// MCO's daemon writes it.
+	Warnings []nodeimport.Finding
 }
 
 // PlanLayer turns a rendered MachineConfig into the entries of one layer.
@@ -95,15 +101,16 @@ func PlanLayer(mc *mcfgv1.MachineConfig) (*Plan, error) {
 	for _, u := range cfg.Systemd.Units {
 		p.unit(u)
 	}
+	p.nodeRules()
 	if len(p.errs) > 0 {
-		return nil, fmt.Errorf("planning layer for MachineConfig %s: %s", mc.Name, strings.Join(p.errs, "; "))
+		return nil, step.InputRejected(fmt.Errorf("planning layer for MachineConfig %s: %s", mc.Name, strings.Join(p.errs, "; ")))
 	}
 	current, err := normalisedConfig(mc)
 	if err != nil {
 		return nil, err
 	}
 	p.add(Entry{Path: CurrentConfigPath, Type: tar.TypeReg, Mode: 0o644, Data: current, Origin: "currentconfig"})
-	plan := &Plan{Entries: p.sorted(), CurrentConfig: current, NeedsBuildah: p.buildah, EnableBaseUnits: p.enableBase}
+	plan := &Plan{Entries: p.sorted(), CurrentConfig: current, NeedsBuildah: p.buildah, EnableBaseUnits: p.enableBase, Warnings: p.warnings}
 	plan.NeedsBuildah = append(plan.NeedsBuildah, specNeedsBuildah(mc)...)
 	return plan, nil
 }
@@ -164,6 +171,8 @@ type planner struct {
 	enableBase []string
 	// full is set once the content budget is spent: no later file is read.
 	full bool
+	// warnings are the node rules' warnings (nodeRules).
+	warnings []nodeimport.Finding
 }
 
 func (p *planner) errorf(format string, args ...any) {
@@ -204,8 +213,9 @@ func (p *planner) owner(field string, n igntypes.Node) (uid, gid int, ok bool) {
 	uid, ok1 := id(n.User.ID, n.User.Name)
 	gid, ok2 := id(n.Group.ID, n.Group.Name)
 	if !ok1 || !ok2 {
-		// Names other than root need the base's /etc/passwd, which the fast
-		// path never downloads. MCO resolves them on the node.
+		// Names other than root need the node's /etc/passwd, which the
+		// image's need not match (ostree merges /etc). MCO resolves them on
+		// the node.
 		p.errorf("%s %s: user/group given by name; the image build needs a numeric id (user.id, group.id)", field, n.Path)
 		return 0, 0, false
 	}
@@ -241,6 +251,12 @@ func (p *planner) directory(d igntypes.Directory) {
 func (p *planner) file(f igntypes.File) {
 	uid, gid, ok := p.owner("storage.files", f.Node)
 	if !ok {
+		return
+	}
+	if err := ignres.CheckFileMode(f.Mode); err != nil {
+		// The same refusal as render's: a rendered.json edited after
+		// render must not smuggle a setuid file into the image.
+		p.errorf("storage.files %s: [%s] %v (MCO's ValidateIgnition, as render refuses)", f.Path, RuleMode, err)
 		return
 	}
 	if len(f.Append) > 0 {
@@ -373,6 +389,13 @@ func (pl *Plan) Tar() ([]byte, error) {
 		if e.Type == tar.TypeDir {
 			h.Name += "/"
 		}
+		if !ustarName(h.Name, 155) || !ustarName(h.Linkname, 0) {
+			// Go writes a PAX path record for such a name, which some
+			// nodes' import (ostree-ext late 2024 to 2026) applies after
+			// moving etc to usr/etc, committing the file at /etc. A GNU
+			// long name is read before the move on every node.
+			h.Format = tar.FormatGNU
+		}
 		if e.Type == tar.TypeReg {
 			h.Size = e.size()
 		}
@@ -395,4 +418,24 @@ func (pl *Plan) Tar() ([]byte, error) {
 		return nil, fmt.Errorf("closing layer: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// ustarName reports whether a USTAR header holds name without a PAX
+// record: ASCII, and at most 100 bytes or split at a slash into a prefix
+// of at most prefixMax bytes and a name of at most 100.
+func ustarName(name string, prefixMax int) bool {
+	for i := 0; i < len(name); i++ {
+		if name[i] >= 0x80 || name[i] == 0 {
+			return false
+		}
+	}
+	if len(name) <= 100 {
+		return true
+	}
+	for i := len(name) - 1; i > 0; i-- {
+		if name[i] == '/' && i <= prefixMax && len(name)-i-1 <= 100 && len(name)-i-1 > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -56,6 +56,7 @@ func pushLayerBase(t *testing.T, host, repoTag string, uncompressed bool) v1.Ima
 	if _, err := tw.Write(bin); err != nil {
 		t.Fatal(err)
 	}
+	writeStandInKernel(t, tw)
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func TestRebuildFastOnAnIndexGivesThePushedIndex(t *testing.T) {
 	withPlat := mutate.IndexMediaType(emptyIndex(), types.OCIImageIndex)
 	for i, arch := range []string{"amd64", "arm64"} {
 		img, _ := idx.Image(im.Manifests[i].Digest)
-		withPlat = mutate.AppendManifests(withPlat, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+		withPlat = mutate.AppendManifests(withPlat, mutate.IndexAddendum{Add: env.WithKernel(t, img), Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
 	}
 	if err := remote.WriteIndex(mustRef(t, reg.Host+"/base/multi:1"), withPlat); err != nil {
 		t.Fatal(err)
@@ -291,5 +292,24 @@ func TestRebuildRefusesWhatNoBuilderMakes(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// writeStandInKernel adds the stand-in kernel the node import check
+// requires to a base's tar.
+func writeStandInKernel(t *testing.T, tw *tar.Writer) {
+	t.Helper()
+	kdir := "usr/lib/modules/" + env.StandInKernel + "/"
+	for _, d := range []string{"usr/", "usr/lib/", "usr/lib/modules/", kdir} {
+		if err := tw.WriteHeader(&tar.Header{Name: d, Typeflag: tar.TypeDir, Mode: 0o755, ModTime: time.Unix(0, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := []byte("stand-in kernel\n")
+	if err := tw.WriteHeader(&tar.Header{Name: kdir + "vmlinuz", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(body)), ModTime: time.Unix(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(body); err != nil {
+		t.Fatal(err)
 	}
 }

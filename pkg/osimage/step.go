@@ -15,6 +15,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/ignres"
+	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -106,6 +107,12 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if res.Rejected != "" {
 		p.Printf("%s", res.Rejected)
 	}
+	if res.Lint != nil {
+		for _, f := range res.Lint.Findings {
+			p.Printf("node check: %s", f)
+		}
+		p.Printf("node check (%s): pass, %d warning(s)", res.Lint.Rules, len(res.Lint.Warnings))
+	}
 	if res.Reused {
 		p.Printf("reused %s (tag %s, proven by %s): no build, no push", res.Ref, res.Tag, id)
 	} else {
@@ -135,7 +142,7 @@ func writeBuildResults(results *step.Results, res *BuildResult) error {
 	}
 	for k, v := range map[string]string{
 		"IMAGE_URL": image.Context().Name(), "IMAGE_DIGEST": res.Digest.String(), "REUSED": strconv.FormatBool(res.Reused),
-		"REUSE_REJECTED": clip(res.Rejected, maxRejectedBytes),
+		"REUSE_REJECTED": clip(res.Rejected, maxRejectedBytes), "NODE_CHECK": res.Lint.verdict(),
 	} {
 		if err := results.Set(k, v); err != nil {
 			return err
@@ -252,12 +259,17 @@ type BuildReport struct {
 	Pool          string   `json:"pool"`
 	Platforms     []string `json:"platforms,omitempty"`
 	Entries       []string `json:"entries"`
+	// NodeLintFindings are the node import check's warnings, whole.
+	NodeLintFindings []nodeimport.Finding `json:"nodeLintFindings,omitempty"`
 }
 
 func writeReport(path string, in BuildInput, res *BuildResult) error {
-	rep := BuildReport{Record: trust.Record{Ref: res.Ref, Inputs: res.Inputs}, Digest: res.Digest.String(), Reused: res.Reused, ReuseRejected: res.Rejected, Fingerprint: res.Fingerprint,
+	rep := BuildReport{Record: trust.Record{Ref: res.Ref, Inputs: res.Inputs, NodeLint: res.Lint.Record()}, Digest: res.Digest.String(), Reused: res.Reused, ReuseRejected: res.Rejected, Fingerprint: res.Fingerprint,
 		Tag: res.Tag, Base: res.BaseRef, RenderedName: in.Rendered.Name, RenderedHash: RenderedHash(res.Plan),
 		KmodDigests: in.KmodDigests, Pool: in.Pool, Platforms: res.Platforms}
+	if res.Lint != nil {
+		rep.NodeLintFindings = res.Lint.Findings
+	}
 	for _, e := range res.Plan.Entries {
 		rep.Entries = append(rep.Entries, fmt.Sprintf("%c %04o %d:%d %s (%s)", e.Type, e.Mode, e.UID, e.GID, e.Path, e.Origin))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -40,7 +41,7 @@ func TestImageBuildStep(t *testing.T) {
 			t.Fatalf("%v\n%s", err, out.String())
 		}
 		got := map[string]string{}
-		for _, n := range []string{"IMAGE_URL", "IMAGE_DIGEST", "REUSED", "REUSE_REJECTED", "BASE_IMAGE_ARTIFACT_INPUTS"} {
+		for _, n := range []string{"IMAGE_URL", "IMAGE_DIGEST", "REUSED", "REUSE_REJECTED", "BASE_IMAGE_ARTIFACT_INPUTS", "NODE_CHECK"} {
 			v, err := os.ReadFile(filepath.Join(results, n))
 			if err != nil {
 				t.Fatal(err)
@@ -58,6 +59,11 @@ func TestImageBuildStep(t *testing.T) {
 	baseDesc, err := remote.Head(mustRef(t, reg.Host+"/base/os:1"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// sampleConfig's /usr/local/bin/tool lands in /var (mco-var), and the
+	// random base's top-level files are dropped by the import.
+	if got := first["NODE_CHECK"]; !strings.HasPrefix(got, "pass ("+nodeimport.RulesVersion+"), ") || strings.HasPrefix(got, "pass ("+nodeimport.RulesVersion+"), 0 ") {
+		t.Errorf("NODE_CHECK %q, want a pass with warnings", got)
 	}
 	var inputs map[string]string
 	if err := json.Unmarshal([]byte(first["BASE_IMAGE_ARTIFACT_INPUTS"]), &inputs); err != nil ||
@@ -77,11 +83,12 @@ func TestImageBuildStep(t *testing.T) {
 	}
 	key.sign(t, registry.Remote{Insecure: []string{reg.Host}}, &BuildResult{Ref: rec.Ref, Inputs: rec.Inputs})
 	second := run()
-	if second["REUSED"] != "true" || second["IMAGE_DIGEST"] != first["IMAGE_DIGEST"] || second["REUSE_REJECTED"] != "" {
+	if second["REUSED"] != "true" || second["IMAGE_DIGEST"] != first["IMAGE_DIGEST"] || second["REUSE_REJECTED"] != "" ||
+		second["NODE_CHECK"] != "pass ("+nodeimport.RulesVersion+", attested)" {
 		t.Fatalf("second run results %v", second)
 	}
 	rep, err := os.ReadFile(filepath.Join(work, "image", "build.json"))
-	if err != nil || !strings.Contains(string(rep), "/etc/motd") {
+	if err != nil || !strings.Contains(string(rep), "/etc/motd") || !strings.Contains(string(rep), `"nodeLint"`) {
 		t.Fatalf("report: %v %s", err, rep)
 	}
 

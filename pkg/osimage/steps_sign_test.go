@@ -16,8 +16,10 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -26,7 +28,8 @@ import (
 func TestBuildSignVerifySteps(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	ctx := context.Background()
-	base, _ := random.Image(1024, 2)
+	base, _ := random.Image(1024, 1)
+	base = env.WithKernel(t, base)
 	baseRef, _ := name.ParseReference(reg.Host+"/base/os:1", name.Insecure)
 	if err := remote.Write(baseRef, base); err != nil {
 		t.Fatal(err)
@@ -77,6 +80,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "image", "policy.json")); err != nil {
 		t.Error(err)
 	}
+	checkNodeLintAttested(t, registry.Remote{Insecure: []string{reg.Host}}, image, keys.pubPath)
 	verify.PublicKey = newCosignKey(t).pubPath
 	if err := verify.Run(ctx, streams); err == nil {
 		t.Fatal("verify with a wrong key passed")
@@ -127,5 +131,27 @@ func scanForSecrets(t *testing.T, output string, keys cosignKey, dirs ...string)
 				t.Fatalf("%s contains key material (%.12q…)", where, n)
 			}
 		}
+	}
+}
+
+// checkNodeLintAttested: image-sign's attestation carries image-build's
+// node import check (inputs and byproduct), which is what rollout
+// requires.
+func checkNodeLintAttested(t *testing.T, r registry.Remote, image, pubPath string) {
+	t.Helper()
+	v, err := signing.LoadVerifier(pubPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := signing.RequireNodeLint(context.Background(), r, image, v); err != nil {
+		t.Errorf("rollout's node check requirement: %v", err)
+	}
+	sts, err := signing.VerifiedStatements(context.Background(), r, image, v)
+	if err != nil || len(sts) != 1 {
+		t.Fatalf("statements %d, %v", len(sts), err)
+	}
+	b, _ := json.Marshal(sts[0].Predicate)
+	if !strings.Contains(string(b), `"name":"`+trust.NodeLintByproduct+`"`) || !strings.Contains(string(b), "kiln:node-lint?rules=kiln-nodeimport%2F1") || !strings.Contains(string(b), "pass=true") {
+		t.Errorf("the attestation has no passing node-lint byproduct: %s", b)
 	}
 }

@@ -69,6 +69,8 @@ func pushBusyboxBase(ctx context.Context, t *testing.T, e *env.Env, repoTag stri
 	}
 	ctr := run("from", "scratch")
 	run("copy", ctr, busybox, "/bin/sh")
+	kernel, kernelPath := env.KernelFile(t)
+	run("copy", ctr, kernel, kernelPath)
 	run("commit", "-q", "--identity-label=false", ctr, "localhost/kiln-test-base:1")
 	run("rm", ctr)
 	target := e.Registry.Ref(repoTag)

@@ -45,11 +45,11 @@ func newSite(t *testing.T) *site {
 	s := &site{host: reg.Host, base: reg.Host + "/base/os:1", otherBase: reg.Host + "/base/os:2",
 		repo: reg.Host + "/kiln/os", keys: env.CosignKeys(t), r: registry.Remote{Insecure: []string{reg.Host}}}
 	for _, ref := range []string{s.base, s.otherBase} {
-		img, err := random.Image(1024, 2)
+		img, err := random.Image(1024, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.push(t, ref, img)
+		s.push(t, ref, env.WithKernel(t, img))
 	}
 	return s
 }

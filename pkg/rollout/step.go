@@ -231,7 +231,8 @@ type PolicyVerifier struct {
 	OutDir        string
 }
 
-// Verify evaluates the policy for image.
+// Verify evaluates the policy for image and requires an attestation, from
+// the policy's key, that the image passed the node import check.
 func (p PolicyVerifier) Verify(ctx context.Context, image string) error {
 	ref, err := p.Remote.ParseRef(image)
 	if err != nil {
@@ -241,5 +242,14 @@ func (p PolicyVerifier) Verify(ctx context.Context, image string) error {
 		Image: image, KeyPath: p.KeyPath, AuthFile: p.Remote.AuthFile, RegistriesDir: p.RegistriesDir,
 		Insecure: slices.Contains(p.Remote.Insecure, ref.Context().RegistryStr()), OutDir: p.OutDir,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// A node reboots into the image: it must have passed the node import
+	// check, as attested from the same key.
+	v, err := signing.LoadVerifier(p.KeyPath)
+	if err != nil {
+		return err
+	}
+	return signing.RequireNodeLint(ctx, p.Remote, image, v)
 }

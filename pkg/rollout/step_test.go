@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
+	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
@@ -52,14 +53,18 @@ func TestRolloutStep(t *testing.T) {
 	}
 	signed := pushImage(t, e.Registry.Ref("kiln/steps:signed"))
 	unsigned := pushImage(t, e.Registry.Ref("kiln/steps:unsigned"))
+	unlinted := pushImage(t, e.Registry.Ref("kiln/steps:unlinted"))
 	r := registry.Remote{Insecure: []string{e.Registry.Host}}
-	inputs, err := trust.NodeImage{Pool: "worker", BaseImage: signed, RenderedName: "rendered-worker-1",
-		RenderedHash: "sha256:" + strings.Repeat("b", 64), Source: "https://github.com/kiln-dev/kiln", Builder: "fast"}.Inputs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := signing.Sign(t.Context(), r, signing.SignInput{Image: signed, Key: keys.PrivateBytes, Password: []byte("pw"), Inputs: inputs}); err != nil {
-		t.Fatal(err)
+	for image, lint := range map[string]string{signed: nodeimport.RulesVersion, unlinted: ""} {
+		inputs, err := trust.NodeImage{Pool: "worker", BaseImage: image, RenderedName: "rendered-worker-1",
+			RenderedHash: "sha256:" + strings.Repeat("b", 64), Source: "https://github.com/kiln-dev/kiln", Builder: "fast",
+			NodeLint: lint}.Inputs()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := signing.Sign(t.Context(), r, signing.SignInput{Image: image, Key: keys.PrivateBytes, Password: []byte("pw"), Inputs: inputs}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	run := func(image string) (int, string, map[string]string, string) {
@@ -72,6 +77,16 @@ func TestRolloutStep(t *testing.T) {
 	}
 	if mc := h.kilnMC("steps"); mc != nil {
 		t.Fatalf("unsigned image: kiln's MachineConfig was written: %v", mc.Spec.OSImageURL)
+	}
+
+	// Signed by the key, but its attestation names no node import check:
+	// refused before any write.
+	code, out, res, _ = run(unlinted)
+	if code != step.ExitRefused || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "passed kiln's node import check") {
+		t.Fatalf("image without a node check: exit %d, results %v\n%s", code, res, out)
+	}
+	if mc := h.kilnMC("steps"); mc != nil {
+		t.Fatalf("image without a node check: kiln's MachineConfig was written: %v", mc.Spec.OSImageURL)
 	}
 
 	code, out, res, work := run(signed)

@@ -62,12 +62,19 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		return fmt.Errorf("signing %s: work/image/build.json describes %s; refusing to attest inputs of another image", o.Image, rec.Ref)
 	}
 	in := SignInput{Image: o.Image, Inputs: rec.Inputs, RunID: o.RunID}
+	lint, err := nodeLintByproduct(rec)
+	if err != nil {
+		return fmt.Errorf("signing %s: %w", o.Image, err)
+	}
 	pred, err := o.predict(ctx)
 	if err != nil {
 		return err
 	}
 	if pred != nil {
 		in.Byproducts = []trust.Dependency{{Name: PredictedConfigByproduct, URI: "machineconfig:" + pred.Name, Digest: pred.Hash}}
+	}
+	if lint != nil {
+		in.Byproducts = append(in.Byproducts, *lint)
 	}
 	if o.Keyless {
 		in.Keyless = &KeylessOptions{FulcioURL: o.FulcioURL, RekorURL: o.RekorURL, IDTokenPath: o.IDTokenPath}

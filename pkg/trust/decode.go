@@ -25,7 +25,7 @@ func NodeImageOf(in Inputs) (NodeImage, error) {
 		RenderedHash: p["renderedConfigHash"], KmodDigests: splitList(p["kmodDigests"], ","),
 		Source: p["source"], Builder: p["builder"], BuildContext: p["buildContext"],
 		ExtensionsImage: p["extensionsImage"], Containerfile: p["containerfile"],
-		UserContainerfile: p["userContainerfile"],
+		UserContainerfile: p["userContainerfile"], NodeLint: p["nodeLint"],
 	}
 	return n, roundTrip("node image", in, n.Inputs)
 }

@@ -29,7 +29,7 @@ import (
 // bytes that build produces for the same inputs change, so that an object
 // built the old way is never reused for the new layout.
 const (
-	NodeImageFormat = "kiln-image/2"
+	NodeImageFormat = "kiln-image/3"
 	KmodBuildFormat = "kiln-kmod-build/2"
 	KmodSignFormat  = "kiln-kmod-sign/1"
 )
@@ -160,7 +160,21 @@ type Record struct {
 	// Ref is repository@sha256:….
 	Ref    string `json:"ref"`
 	Inputs Inputs `json:"inputs"`
+	// NodeLint is a node image's node import check; image-sign attests it
+	// as a byproduct.
+	NodeLint *NodeLint `json:"nodeLint,omitempty"`
 }
+
+// NodeLint is the result of a node image's node import check.
+type NodeLint struct {
+	Rules    string   `json:"rules"`
+	Pass     bool     `json:"pass"`
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// NodeLintByproduct names the node import check among an attestation's
+// runDetails.byproducts.
+const NodeLintByproduct = "node-lint"
 
 // ReadRecord reads the Record of a stage report.
 func ReadRecord(path string) (Record, error) {

@@ -37,6 +37,12 @@ type NodeImage struct {
 	// recorded whole, not only hashed, so that anyone can rebuild from the
 	// attestation and read what was built.
 	Containerfile, UserContainerfile string
+	// NodeLint names the node import rules the image is checked against
+	// before it is pushed (pkg/nodeimport.RulesVersion). kiln never pushes
+	// or signs an image that fails them, so an attestation naming them
+	// says the image passed; rollout refuses an image whose attestation
+	// names none.
+	NodeLint string
 }
 
 // Inputs turns the description into the Inputs image-build reuses by and
@@ -69,7 +75,7 @@ func (n NodeImage) Inputs() (Inputs, error) {
 		"kmodDigests": sortedList(n.KmodDigests), "source": n.Source,
 		"builder": n.Builder, "buildContext": n.BuildContext,
 		"extensionsImage": n.ExtensionsImage, "containerfile": n.Containerfile,
-		"userContainerfile": n.UserContainerfile,
+		"userContainerfile": n.UserContainerfile, "nodeLint": n.NodeLint,
 	}}
 	return in, in.Validate()
 }

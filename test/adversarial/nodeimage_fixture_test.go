@@ -42,11 +42,11 @@ func newNodeImageSite(t *testing.T) *nodeImageSite {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	s := &nodeImageSite{host: reg.Host, base: reg.Host + "/base/os:1", repo: reg.Host + "/kiln/os",
 		keyDir: t.TempDir(), r: registry.Remote{Insecure: []string{reg.Host}}}
-	img, err := random.Image(2048, 2)
+	img, err := random.Image(2048, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.push(t, s.base, img)
+	s.push(t, s.base, env.WithKernel(t, img))
 	kb, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return []byte("kiln-pw"), nil })
 	if err != nil {
 		t.Fatal(err)

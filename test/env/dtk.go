@@ -61,8 +61,9 @@ func PushDTK(t testing.TB, ref string) (byDigest, kver string) {
 }
 
 // PushOSImage pushes a test "OS" image: a static busybox as /bin/sh (with
-// depmod, modinfo and true as busybox applets) and the empty folder
-// /usr/lib/modules/<kver>/, from which kiln reads the kernel version.
+// depmod, modinfo and true as busybox applets) and the folder
+// /usr/lib/modules/<kver>/, from which kiln reads the kernel version,
+// holding a stand-in vmlinuz.
 func PushOSImage(t testing.TB, ref, kver string) string {
 	t.Helper()
 	bb, err := LookTool("busybox")
@@ -89,6 +90,9 @@ func PushOSImage(t testing.TB, ref, kver string) string {
 		entry(&tar.Header{Name: d, Typeflag: tar.TypeDir, Mode: 0o755}, nil)
 	}
 	entry(&tar.Header{Name: "bin/busybox", Typeflag: tar.TypeReg, Mode: 0o755}, bin)
+	// One kernel, as the node import check requires of an image kiln
+	// layers on.
+	entry(&tar.Header{Name: "usr/lib/modules/" + kver + "/vmlinuz", Typeflag: tar.TypeReg, Mode: 0o644}, []byte("stand-in vmlinuz "+kver+"\n"))
 	for _, l := range []string{"bin/sh", "bin/true", "bin/ls", "bin/cat", "sbin/depmod", "sbin/modinfo"} {
 		entry(&tar.Header{Name: l, Typeflag: tar.TypeSymlink, Linkname: "/bin/busybox", Mode: 0o777}, nil)
 	}

@@ -24,6 +24,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/bootimage"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
@@ -278,7 +279,8 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 	for _, n := range []string{"a", "b", "c"} {
 		img := pushRandom(t, e.Registry.Ref("rbac/"+n+":1"))
 		inputs, err := trust.NodeImage{Pool: "worker", BaseImage: img, RenderedName: "rendered-worker-" + n,
-			RenderedHash: "sha256:" + strings.Repeat("b", 64), Source: "https://github.com/kiln-dev/kiln", Builder: "fast"}.Inputs()
+			RenderedHash: "sha256:" + strings.Repeat("b", 64), Source: "https://github.com/kiln-dev/kiln", Builder: "fast",
+			NodeLint: nodeimport.RulesVersion}.Inputs()
 		if err != nil {
 			t.Fatal(err)
 		}

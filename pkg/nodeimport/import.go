@@ -1,0 +1,366 @@
+package nodeimport
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+)
+
+// Limits on what Import reads from an image, which is outside input.
+const (
+	// DefaultMaxBytes caps the uncompressed bytes of all layers together.
+	DefaultMaxBytes int64 = 64 << 30
+	// DefaultMaxEntries caps the tar entries of all layers together.
+	DefaultMaxEntries = 4 << 20
+	// maxKept caps each of the small files the lints read.
+	maxKept = 1 << 20
+	// Linux's NAME_MAX and PATH_MAX: a node cannot create longer names.
+	nameMax = 255
+	pathMax = 4096
+	// maxID is the largest uid/gid a node can own a file by: 2^32-1 is
+	// (uid_t)-1, "no owner", for chown(2).
+	maxID = 1<<32 - 2
+)
+
+// NonUsr says what the import does with content outside usr, etc and var.
+type NonUsr int
+
+const (
+	// NonUsrFromImage reads the image's prepare-root.conf: kept when it
+	// enables a transient root or composefs, else dropped.
+	NonUsrFromImage NonUsr = iota
+	// NonUsrDrop drops it (ostree-ext's default).
+	NonUsrDrop
+	// NonUsrKeep keeps it (root.transient = true).
+	NonUsrKeep
+)
+
+// Options are the node's import behaviour and the read limits.
+type Options struct {
+	// FactoryVar models a node whose ostree predates 2024.3: the image's
+	// /var is committed under /usr/share/factory/var instead of /var.
+	FactoryVar bool
+	NonUsr     NonUsr
+	// MaxBytes and MaxEntries bound the read; zero means the defaults.
+	MaxBytes   int64
+	MaxEntries int
+}
+
+// ErrTooLarge says an image passed Import's read limits.
+var ErrTooLarge = errors.New("image exceeds the import's read limit")
+
+// Import reads every layer of img, bottom first, and returns the committed
+// tree and the findings of every rule. The error is for what prevents the
+// reading (registry, decompression, limits), not for rule violations.
+func Import(img v1.Image, opts Options) (*Tree, []Finding, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the image's layers: %w", err)
+	}
+	readers := make([]func() (io.ReadCloser, error), len(layers))
+	for i, l := range layers {
+		readers[i] = l.Uncompressed
+	}
+	return ImportTars(readers, opts)
+}
+
+// ImportTars is Import over uncompressed tar streams, bottom layer first.
+func ImportTars(layers []func() (io.ReadCloser, error), opts Options) (*Tree, []Finding, error) {
+	im := newImporter(opts)
+	for i, open := range layers {
+		rc, err := open()
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening layer %d: %w", i, err)
+		}
+		err = im.layer(i, rc)
+		rc.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading layer %d: %w", i, err)
+		}
+	}
+	t := im.commit()
+	return t, append(im.findings, lint(t)...), nil
+}
+
+type importer struct {
+	opts     Options
+	image    map[string]Entry // merged, by image path
+	findings []Finding
+	bytes    int64
+	entries  int
+	// ostreeLayers are the layers in ostree's own export format (they
+	// carry sysroot/ostree/repo): ostree imports them whole, with no
+	// filter, as the base commit.
+	ostreeLayers map[int]bool
+}
+
+func newImporter(opts Options) *importer {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = DefaultMaxEntries
+	}
+	return &importer{opts: opts, image: map[string]Entry{}, ostreeLayers: map[int]bool{}}
+}
+
+func (im *importer) find(rule string, sev Severity, p string, layer int, format string, args ...any) {
+	im.findings = append(im.findings, Finding{Rule: rule, Severity: sev, Path: p, Layer: layer, Message: fmt.Sprintf(format, args...)})
+}
+
+// layerState is one layer being read: its own entries, for hard links,
+// and the whiteouts it applies to the layers below.
+type layerState struct {
+	index int
+	own   map[string]Entry
+}
+
+// layer reads one layer's tar stream into the merged image.
+func (im *importer) layer(i int, r io.Reader) error {
+	ls := &layerState{index: i, own: map[string]Entry{}}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if im.entries++; im.entries > im.opts.MaxEntries {
+			return fmt.Errorf("%w: more than %d entries", ErrTooLarge, im.opts.MaxEntries)
+		}
+		if stop, err := im.entry(ls, h, tr); err != nil || stop {
+			return err
+		}
+	}
+}
+
+// entry applies one tar entry. stop says the layer failed as a whole
+// (ostree-ext refuses the layer on a `..`): the rest is not read.
+func (im *importer) entry(ls *layerState, h *tar.Header, tr *tar.Reader) (stop bool, err error) {
+	if h.Typeflag == tar.TypeXGlobalHeader {
+		// A PAX global header (git archive writes one) is no file: the
+		// import's tar reader consumes it.
+		return false, nil
+	}
+	raw := h.Name
+	p, ok := im.checkName(ls.index, raw)
+	if !ok {
+		return strings.Contains("/"+raw+"/", "/../"), nil
+	}
+	if _, pax := h.PAXRecords["path"]; pax && under(p, "/etc") {
+		im.find(RulePAXPathEtc, Error, p, ls.index, "the name is carried by a PAX path record; ostree-ext from late 2024 until its 2026 fix commits such an entry at /etc instead of /usr/etc, and the node's upgrade then fails with \"Tree contains both /etc and /usr/etc\" (write it as a GNU long name)")
+	}
+	if !im.checkOwner(ls.index, p, h) {
+		return false, nil
+	}
+	if strings.HasPrefix(path.Base(p), ".wh.") {
+		im.whiteout(ls, p)
+		return false, nil
+	}
+	e := Entry{Mode: h.Mode & 0o7777, UID: h.Uid, GID: h.Gid, Source: p, Layer: ls.index}
+	switch h.Typeflag {
+	case tar.TypeReg, tar.TypeRegA:
+		if err := im.content(&e, p, h.Size, tr); err != nil {
+			return false, err
+		}
+	case tar.TypeDir:
+		e.Type = Dir
+	case tar.TypeSymlink:
+		if !utf8.ValidString(h.Linkname) {
+			im.find(RuleUTF8, Error, p, ls.index, "the symlink target %q is not UTF-8; ostree-ext refuses the layer", h.Linkname)
+			return false, nil
+		}
+		e.Type, e.Link = Symlink, h.Linkname
+	case tar.TypeLink:
+		t, ok := im.hardlink(ls, p, h.Linkname)
+		if !ok {
+			return false, nil
+		}
+		e.Type, e.Digest, e.Size, e.data = Regular, t.Digest, t.Size, t.data
+	default:
+		im.find(RuleFileType, Error, p, ls.index, "tar type %q (%s) is not a regular file, directory, symlink or hard link; ostree-ext refuses the layer", string(h.Typeflag), typeName(h.Typeflag))
+		return false, nil
+	}
+	if p == "/" {
+		return false, nil // the root folder itself
+	}
+	im.put(ls, p, e)
+	return false, nil
+}
+
+// checkName validates a tar name as ostree-ext does and returns the image
+// path (absolute, cleaned).
+func (im *importer) checkName(layer int, raw string) (string, bool) {
+	shown := "/" + strings.TrimPrefix(raw, "/")
+	if !utf8.ValidString(raw) {
+		im.find(RuleUTF8, Error, shown, layer, "the path is not UTF-8; ostree-ext refuses the layer")
+		return "", false
+	}
+	if strings.ContainsRune(raw, 0) {
+		im.find(RulePath, Error, shown, layer, "the path holds a NUL byte")
+		return "", false
+	}
+	clean := strings.Trim(raw, "/")
+	if clean == "" || clean == "." {
+		if raw == "" {
+			im.find(RulePath, Error, "/", layer, "the tar entry has an empty name; ostree-ext refuses it")
+			return "", false
+		}
+		return "/", true
+	}
+	if len(raw) > pathMax {
+		im.find(RuleNameLength, Error, shown, layer, "the path is %d bytes, over Linux's PATH_MAX of %d", len(raw), pathMax)
+		return "", false
+	}
+	for _, c := range strings.Split(clean, "/") {
+		if c == ".." {
+			im.find(RulePath, Error, shown, layer, "a `..` component; ostree-ext refuses the whole layer")
+			return "", false
+		}
+		if len(c) > nameMax {
+			im.find(RuleNameLength, Error, shown, layer, "a path component is %d bytes, over Linux's NAME_MAX of %d", len(c), nameMax)
+			return "", false
+		}
+	}
+	return path.Clean("/" + clean), true
+}
+
+func (im *importer) checkOwner(layer int, p string, h *tar.Header) bool {
+	ok := true
+	for _, id := range []struct {
+		name string
+		v    int
+	}{{"uid", h.Uid}, {"gid", h.Gid}} {
+		if id.v < 0 || id.v > maxID {
+			im.find(RuleOwner, Error, p, layer, "%s %d is outside 0..%d; no node can own a file by it", id.name, id.v, maxID)
+			ok = false
+		}
+	}
+	return ok
+}
+
+// content hashes a regular file's bytes and keeps the few the lints read.
+func (im *importer) content(e *Entry, p string, size int64, r io.Reader) error {
+	e.Type, e.Size = Regular, size
+	if im.bytes += size; im.bytes > im.opts.MaxBytes {
+		return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, im.opts.MaxBytes)
+	}
+	h := sha256.New()
+	var w io.Writer = h
+	var kept *strings.Builder
+	if keptFile(p) && size <= maxKept {
+		kept = &strings.Builder{}
+		w = io.MultiWriter(h, kept)
+	}
+	if _, err := io.Copy(w, r); err != nil {
+		return fmt.Errorf("reading %s: %w", p, err)
+	}
+	e.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	if kept != nil {
+		e.data = []byte(kept.String())
+	}
+	return nil
+}
+
+// keptFile names the files the lints read.
+func keptFile(p string) bool {
+	switch p {
+	case "/etc/passwd", "/usr/etc/passwd", prepareRootConf, "/etc/ostree/prepare-root.conf":
+		return true
+	}
+	d := path.Dir(p)
+	return strings.HasSuffix(p, ".conf") && (d == "/usr/lib/tmpfiles.d" || d == "/etc/tmpfiles.d" ||
+		d == "/usr/lib/sysusers.d" || d == "/etc/sysusers.d")
+}
+
+// hardlink resolves a hard link: its target must be an entry of the same
+// layer, as libarchive's commit of the layer finds it nowhere else.
+func (im *importer) hardlink(ls *layerState, p, target string) (Entry, bool) {
+	if !utf8.ValidString(target) {
+		im.find(RuleUTF8, Error, p, ls.index, "the hard link target %q is not UTF-8", target)
+		return Entry{}, false
+	}
+	rel := strings.Trim(target, "/")
+	for _, c := range strings.Split(rel, "/") {
+		if c == ".." {
+			im.find(RuleHardlink, Error, p, ls.index, "the hard link target %q leaves the image root (`..`)", target)
+			return Entry{}, false
+		}
+	}
+	t, ok := ls.own[path.Clean("/"+rel)]
+	switch {
+	case rel == "" || !ok:
+		im.find(RuleHardlink, Error, p, ls.index, "the hard link target %q is not a file of the same layer; ostree-ext commits each layer on its own and fails on a link into a lower layer", target)
+		return Entry{}, false
+	case t.Type != Regular:
+		im.find(RuleHardlink, Error, p, ls.index, "the hard link target %q is a %s, not a regular file", target, t.Type)
+		return Entry{}, false
+	}
+	return t, true
+}
+
+// whiteout applies an overlay whiteout (.wh.<name>) or opaque marker
+// (.wh..wh..opq) of layer ls to the layers below.
+func (im *importer) whiteout(ls *layerState, p string) {
+	dir, base := path.Dir(p), path.Base(p)
+	if base == ".wh..wh..opq" {
+		for k, e := range im.image {
+			if k != dir && under(k, dir) && e.Layer < ls.index {
+				delete(im.image, k)
+			}
+		}
+		return
+	}
+	gone := path.Join(dir, strings.TrimPrefix(base, ".wh."))
+	for k, e := range im.image {
+		if under(k, gone) && e.Layer < ls.index {
+			delete(im.image, k)
+		}
+	}
+}
+
+// put records an entry: a later one replaces an earlier one at the same
+// path, and a non-folder replacing a folder removes its content.
+func (im *importer) put(ls *layerState, p string, e Entry) {
+	if old, ok := im.image[p]; ok && old.Type == Dir && e.Type != Dir {
+		for k := range im.image {
+			if under(k, p) {
+				delete(im.image, k)
+			}
+		}
+	}
+	ls.own[p] = e
+	if under(p, "/sysroot/ostree/repo") {
+		im.ostreeLayers[ls.index] = true
+	}
+	if under(p, "/sysroot") {
+		// An ostree-format base layer's object store: ostree imports it
+		// itself and it is never part of the deployed tree; its objects
+		// stay resolvable for the layer's hard links.
+		return
+	}
+	im.image[p] = e
+}
+
+func typeName(t byte) string {
+	switch t {
+	case tar.TypeChar:
+		return "character device"
+	case tar.TypeBlock:
+		return "block device"
+	case tar.TypeFifo:
+		return "fifo"
+	default:
+		return "unsupported"
+	}
+}
