@@ -111,10 +111,12 @@ func TestBuildFastPathWithRepositoryScopedCredentials(t *testing.T) {
 // r, so with ref's own credential.
 func pushScopedBase(ctx context.Context, t *testing.T, r registry.Remote, ref string, layers int64) {
 	t.Helper()
-	img, err := random.Image(64<<10, layers)
+	// The node import check needs one kernel: the last layer holds it.
+	img, err := random.Image(64<<10, layers-1)
 	if err != nil {
 		t.Fatal(err)
 	}
+	img = env.WithKernel(t, img)
 	cf, _ := img.ConfigFile()
 	cfg := cf.Config
 	cfg.Labels = map[string]string{VersionLabel: "9.6.20250101-0"}
