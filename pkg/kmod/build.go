@@ -224,7 +224,7 @@ func unsignedBud(dir, dockerfile string, args, secrets map[string]string, target
 	}
 	return osimage.Bud{
 		Dir: dir, Containerfile: cf, BuildArgs: args, Secrets: secrets, Target: target, Env: BuildEnv,
-		Labels: map[string]string{"kiln.dev/kernel-full-version": kernel},
+		Labels: map[string]string{KernelLabel: kernel},
 		Pulls:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
 		Bases:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
 	}, nil

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -125,27 +127,34 @@ func TestSignImage(t *testing.T) {
 		if len(outLayers) != len(srcLayers)+1 {
 			t.Fatalf("signed image has %d layers, want the %d unsigned ones plus one", len(outLayers), len(srcLayers))
 		}
-		for i := range srcLayers {
-			a, _ := srcLayers[i].Digest()
-			b, _ := outLayers[i].Digest()
-			if a != b {
-				t.Errorf("layer %d changed: %s → %s", i, a, b)
-			}
+		// The OS layer has nothing under /opt: it stays shared.
+		if a, b := digestOf(t, srcLayers[0]), digestOf(t, outLayers[0]); a != b {
+			t.Errorf("OS layer changed: %s → %s", a, b)
 		}
 		if mt, _ := outLayers[len(outLayers)-1].MediaType(); mt != wantLayer {
 			t.Errorf("signed layer media type %s, want %s (the manifest's family)", mt, wantLayer)
 		}
+		extra := "usr/lib/modules/" + testKernel + "/extra/"
 		files := topLayer(t, outLayers[len(outLayers)-1])
-		if len(files) != 2 {
-			t.Fatalf("signed layer holds %v, want the two modules only", keys(files))
-		}
 		p := filepath.Join(t.TempDir(), "a.ko")
-		_ = os.WriteFile(p, files["opt/lib/modules/"+testKernel+"/kmm_ci_a.ko"].data, 0o644)
+		_ = os.WriteFile(p, files[extra+"kmm_ci_a.ko"].data, 0o644)
 		if got := modinfoSig(t, p); got["signer"] != "kiln kmod signer" || got["sig_hashalgo"] != "sha256" {
 			t.Errorf("modinfo of the signed module from the image: %v", got)
 		}
-		if m := files["opt/lib/modules/"+testKernel+"/kmm_ci_b.ko"].mode; m != 0o600 {
+		if m := files[extra+"kmm_ci_b.ko"].mode; m != 0o600 {
 			t.Errorf("mode of kmm_ci_b.ko: %o, want 600 kept", m)
+		}
+		wantPlacement := &kmod.Placement{Kernel: testKernel, Modules: []kmod.Move{
+			{From: "/opt/lib/modules/" + testKernel + "/kmm_ci_a.ko", To: "/" + extra + "kmm_ci_a.ko", Signed: true},
+			{From: "/opt/lib/modules/" + testKernel + "/kmm_ci_b.ko", To: "/" + extra + "kmm_ci_b.ko", Signed: true},
+		}}
+		if diff := cmp.Diff(wantPlacement, res.Placement, cmpopts.IgnoreFields(kmod.Placement{}, "Depmod")); diff != "" {
+			t.Errorf("placement (-want +got):\n%s", diff)
+		}
+		root := extractRoot(t, out)
+		wantBooted(t, root, testKernel, map[string]string{"kmm_ci_a": "kiln kmod signer", "kmm_ci_b": "kiln kmod signer"})
+		if placed, err := kmod.PlacedModules(out, testKernel); err != nil || len(placed) != 2 {
+			t.Errorf("PlacedModules = %v, %v; want both modules", placed, err)
 		}
 	}
 }

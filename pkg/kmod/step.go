@@ -190,7 +190,7 @@ func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1be
 	if err != nil {
 		return signInputs{}, wrap(registry.Classify(err, "reading", d.String()))
 	}
-	kver, err := KernelFullVersion(img)
+	kver, err := ModuleKernel(img)
 	if err != nil {
 		return signInputs{}, wrap(err)
 	}
