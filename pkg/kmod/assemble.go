@@ -241,8 +241,20 @@ func withoutMoved(src v1.Image, lt types.MediaType) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A kept layer keeps its descriptor from src's manifest: what a layer
+	// reports of itself depends on where src was read from (an OCI layout
+	// may say Docker where the manifest says OCI), and the same image must
+	// give the same result wherever it was read.
+	adds := make([]mutate.Addendum, len(out))
+	for i, l := range out {
+		adds[i] = mutate.Addendum{Layer: l}
+		if l == layers[i] && i < len(m.Layers) {
+			d := m.Layers[i]
+			adds[i] = mutate.Addendum{Layer: l, MediaType: d.MediaType, Annotations: d.Annotations, URLs: d.URLs}
+		}
+	}
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, mt), m.Config.MediaType)
-	if img, err = mutate.AppendLayers(img, out...); err != nil {
+	if img, err = mutate.Append(img, adds...); err != nil {
 		return nil, err
 	}
 	appended, err := img.ConfigFile()

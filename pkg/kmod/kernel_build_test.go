@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,7 +86,15 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(root, "usr/lib/modules", kver, "extra")); err == nil {
 		t.Errorf("the default kernel %s got an extra/ folder", kver)
 	}
-	if rep := readReport(t, f, "sign.json"); rep.Kernel != rt {
-		t.Errorf("sign report kernel %q, want %s", rep.Kernel, rt)
+	rep := readReport(t, f, "sign.json")
+	if rep.Kernel != rt || rep.Placement == nil {
+		t.Fatalf("sign report kernel %q placement %v, want kernel %s and a placement", rep.Kernel, rep.Placement, rt)
+	}
+	wantMoves := []kmod.Move{{From: "/opt/lib/modules/" + rt + "/kiln-hello.ko", To: "/usr/lib/modules/" + rt + "/extra/kiln-hello.ko", Signed: true}}
+	if diff := cmp.Diff(wantMoves, rep.Placement.Modules); diff != "" {
+		t.Errorf("sign report placement (-want +got):\n%s", diff)
+	}
+	if !slices.Contains(rep.Placement.Depmod, "/usr/lib/modules/"+rt+"/modules.dep") {
+		t.Errorf("sign report depmod files %v lack modules.dep", rep.Placement.Depmod)
 	}
 }

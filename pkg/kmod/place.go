@@ -2,6 +2,7 @@ package kmod
 
 import (
 	"fmt"
+	"io/fs"
 	"path"
 	"sort"
 	"strings"
@@ -108,6 +109,9 @@ func planPlacement(files fstest.MapFS, signed []string, kver string) (*Placement
 		to, firmware, err := placeFile(p, kver)
 		if err != nil {
 			return nil, err
+		}
+		if to != "" && !fs.ValidPath(to) {
+			return nil, fmt.Errorf("placing modules: /%s: not a plain path inside the image", p)
 		}
 		if to == "" {
 			continue

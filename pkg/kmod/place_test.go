@@ -2,6 +2,7 @@ package kmod
 
 import (
 	"io/fs"
+	"path"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -117,4 +118,33 @@ func TestPlacedPath(t *testing.T) {
 			t.Errorf("placedPath(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// FuzzPlaceFile: whatever clean path an image holds under the moved
+// folders, a placement stays inside the kernel's extra/ folder or
+// /usr/lib/firmware, and a module keeps its name.
+func FuzzPlaceFile(f *testing.F) {
+	const kver = "6.1.0-56-amd64"
+	for _, s := range []string{"opt/lib/modules/" + kver + "/a.ko", "opt/lib/firmware/x/y.bin", "var/lib/firmware/../../etc/shadow",
+		"opt/lib/modules/" + kver + "/modules.dep", "var/opt/lib/modules/" + kver + "/sub/b.ko.xz", "opt/lib/modules/" + kver + "/.ko"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		p = strings.TrimPrefix(path.Clean(p), "/")
+		if !isMoved(p) {
+			return
+		}
+		to, firmware, err := placeFile(p, kver)
+		if err != nil || to == "" {
+			return
+		}
+		switch {
+		case !fs.ValidPath(to):
+			t.Fatalf("placeFile(%q) = %q: not a plain path", p, to)
+		case firmware && !strings.HasPrefix(to, FirmwareDir):
+			t.Fatalf("placeFile(%q) = %q: firmware outside %s", p, to, FirmwareDir)
+		case !firmware && (!strings.HasPrefix(to, ModulesDir+kver+"/"+ExtraDir+"/") || path.Base(to) != path.Base(p)):
+			t.Fatalf("placeFile(%q) = %q: module outside extra/ or renamed", p, to)
+		}
+	})
 }
