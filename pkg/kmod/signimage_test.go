@@ -228,3 +228,43 @@ func keys(m map[string]tarFile) []string {
 	}
 	return out
 }
+
+// TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing: content under
+// /opt that is no module or firmware, modules built for another kernel
+// than the image's, and a missing depmod each fail kmod-sign with the file
+// (or tool) and the rule named, and nothing is pushed.
+func TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing(t *testing.T) {
+	r := env.StartRegistry(t, env.RegistryOptions{})
+	kp := newKeyPair(t, "kiln kmod signer")
+	s, _ := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	base := unsignedImage(t, true)
+	cases := []struct {
+		name   string
+		img    v1.Image
+		depmod string
+		want   string
+	}{
+		{"a tool under /opt", withLayer(t, base, map[string][]byte{"opt/acme/bin/tool": []byte("#!/bin/sh\n")}), "",
+			"placing modules: /opt/acme/bin/tool: a node drops /opt"},
+		{"modules of another kernel", withLayer(t, base, map[string][]byte{"opt/lib/modules/6.1.0-56-amd64/x.ko": []byte("\x7fELF")}), "",
+			`placing modules: /opt/lib/modules/6.1.0-56-amd64/x.ko is for kernel "6.1.0-56-amd64", but the image is built for kernel ` + testKernel},
+		{"no depmod", base, filepath.Join(t.TempDir(), "depmod"), "running depmod for kernel " + testKernel + ": exec: "},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srcRef, _ := name.ParseReference(r.Ref(fmt.Sprintf("kmods/rhcos:unsigned-%d", i)), name.Insecure)
+			if err := remote.Write(srcRef, tc.img); err != nil {
+				t.Fatal(err)
+			}
+			dstRef, _ := name.ParseReference(r.Ref(fmt.Sprintf("kmods/rhcos:lost-%d", i)), name.Insecure)
+			_, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: srcRef, Target: dstRef, Signer: s, Depmod: tc.depmod,
+				FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_a.ko"}})
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant %s", err, tc.want)
+			}
+			if _, err := remote.Head(dstRef); err == nil {
+				t.Errorf("target was pushed despite the failure")
+			}
+		})
+	}
+}
