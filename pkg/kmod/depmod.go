@@ -127,6 +127,9 @@ func extractKernelTree(img v1.Image, kver, dir string) error {
 	var total int64
 	return walkLayers(img, func(h *tar.Header, r io.Reader) error {
 		p := strings.TrimPrefix(path.Clean(strings.TrimPrefix(h.Name, "/")), "./")
+		if removesAncestor(p, prefix) {
+			return emptyDir(dir) // a later layer may bring the folder back
+		}
 		rel, ok := strings.CutPrefix(p+"/", prefix)
 		if !ok || rel == "" {
 			return nil
@@ -169,6 +172,20 @@ func extractKernelTree(img v1.Image, kver, dir string) error {
 		_, err = io.Copy(f, io.LimitReader(r, h.Size))
 		return errors.Join(err, f.Close())
 	})
+}
+
+// removesAncestor reports whether the layer entry p is a whiteout of the
+// folder prefix names or of one of its parents, or an opaque whiteout in
+// one of its parents.
+func removesAncestor(p, prefix string) bool {
+	dir, base := path.Split(p)
+	if !strings.HasPrefix(base, ".wh.") || !strings.HasPrefix(prefix, dir) || dir == prefix {
+		return false // inside the folder, extractKernelTree applies it
+	}
+	if base == ".wh..wh..opq" {
+		return true
+	}
+	return strings.HasPrefix(prefix, dir+strings.TrimPrefix(base, ".wh.")+"/")
 }
 
 // emptyDir removes everything inside dir (an opaque whiteout).
