@@ -39,6 +39,9 @@ const DockerfileKey = "dockerfile"
 //   - the step only builds and pushes; writing mc.osImageURL ("once built,
 //     KMM will modify the mc.osImageURL") is rollout's job, after signing
 //     and verification.
+//   - KERNEL_FULL_VERSION is the kernel the pool boots (the rendered
+//     config's kernelType; targetKernel), not always OS_AUTO's; kmod-sign
+//     then places the modules under that kernel's folder (place.go).
 //
 // The step runs the user's Dockerfile, so it holds no signing key: it
 // proves reuse with kiln's public key only, and kmod-attest, a step of its
