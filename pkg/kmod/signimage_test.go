@@ -268,3 +268,43 @@ func TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestSignImageMovesFirmwareToUsr: firmware the build wrote under
+// /opt/lib/firmware/ or the day-0 proposal's /var/lib/firmware/ (which a
+// node applies on first install only) is in /usr/lib/firmware/ of the
+// signed image, byte for byte, and no longer where it was.
+func TestSignImageMovesFirmwareToUsr(t *testing.T) {
+	r := env.StartRegistry(t, env.RegistryOptions{})
+	kp := newKeyPair(t, "kiln kmod signer")
+	s, _ := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	fw := map[string][]byte{"opt/lib/firmware/acme/fw.bin": []byte("\x00acme firmware 1"), "var/lib/firmware/acme/other.bin": []byte("\x00acme firmware 2")}
+	srcRef, _ := name.ParseReference(r.Ref("kmods/rhcos:fw-unsigned"), name.Insecure)
+	if err := remote.Write(srcRef, withLayer(t, unsignedImage(t, true), fw)); err != nil {
+		t.Fatal(err)
+	}
+	dstRef, _ := name.ParseReference(r.Ref("kmods/rhcos:fw"), name.Insecure)
+	res, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: srcRef, Target: dstRef, Signer: s,
+		FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*.ko"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []kmod.Move{{From: "/opt/lib/firmware/acme/fw.bin", To: "/usr/lib/firmware/acme/fw.bin"},
+		{From: "/var/lib/firmware/acme/other.bin", To: "/usr/lib/firmware/acme/other.bin"}}
+	if diff := cmp.Diff(want, res.Placement.Firmware); diff != "" {
+		t.Errorf("firmware placement (-want +got):\n%s", diff)
+	}
+	out, err := remote.Image(dstRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := flattenImage(t, out)
+	for from, data := range fw {
+		to := "usr/lib/firmware/acme/" + filepath.Base(from)
+		if !bytes.Equal(files[to], data) {
+			t.Errorf("/%s = %q, want the bytes of /%s", to, files[to], from)
+		}
+		if _, ok := files[from]; ok {
+			t.Errorf("/%s is still in the signed image", from)
+		}
+	}
+}
