@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +24,12 @@ import (
 )
 
 // TestKmodBuildAndSignFromSample runs the sample's day-0 module through
-// the real kmod stages: render (infra) puts the ModuleDay0 into the
-// workspace, kmod-build runs the sample's Dockerfile with buildah (a real
+// the real kmod stages: render (infra) puts the ModuleDay0 and infra's
+// rendered config (kernelType realtime) into the workspace, kmod-build runs
+// the sample's Dockerfile with buildah for the realtime kernel (a real
 // module compiled in the DTK stand-in, copied into the locally made base),
-// kmod-sign signs it, and modinfo reads the signer from the final image.
+// kmod-sign signs it and places it in /usr/lib/modules/<rt kver>/extra/
+// with modules.dep, and modinfo reads the signer from the final image.
 // The only change to the sample: containerImage points at the test's
 // registry instead of make run's 127.0.0.1:5555.
 func TestKmodBuildAndSignFromSample(t *testing.T) {
@@ -101,9 +104,22 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ko, err := payload.ReadImageFile(img, "opt/lib/modules/"+KernelVersion+"/kiln-hello.ko")
+	// infra boots the realtime kernel (60-infra-realtime-kernel): the
+	// module is built for it and placed in its folder, /opt is gone.
+	placed, err := kmod.PlacedModules(img, RTKernelVersion)
+	if want := []string{"/usr/lib/modules/" + RTKernelVersion + "/extra/kiln-hello.ko"}; err != nil || !slices.Equal(placed, want) {
+		t.Fatalf("PlacedModules(%s) = %v, %v; want %v", RTKernelVersion, placed, err, want)
+	}
+	if _, err := payload.ReadImageFile(img, "opt/lib/modules/"+RTKernelVersion+"/kiln-hello.ko"); err == nil {
+		t.Errorf("the signed image still has the module under /opt, which a node's import drops")
+	}
+	ko, err := payload.ReadImageFile(img, strings.TrimPrefix(placed[0], "/"))
 	if err != nil {
 		t.Fatalf("signed image: %v", err)
+	}
+	dep, err := payload.ReadImageFile(img, "usr/lib/modules/"+RTKernelVersion+"/modules.dep")
+	if err != nil || !strings.Contains(string(dep), "extra/kiln-hello.ko:") {
+		t.Errorf("modules.dep of the realtime kernel = %q, %v; want it to list extra/kiln-hello.ko", dep, err)
 	}
 	if osr, err := payload.ReadImageFile(img, "usr/lib/os-release"); err != nil || !strings.Contains(string(osr), OSVersion) {
 		t.Errorf("the kmod image is not built on the sample's base: %v", err)

@@ -32,7 +32,10 @@ const (
 	BashPath    = "/bin/bash-static"
 )
 
-// RTKernelVersion is the realtime kernel the extensions image offers.
+// RTKernelVersion is the realtime kernel the extensions image offers:
+// RHEL 9's kernel-rt has the default kernel's version and release and
+// "+rt" in its uname, which is how kmod-build names it when the driver
+// toolkit (here a Debian stand-in) has no /etc/driver-toolkit-release.json.
 const RTKernelVersion = KernelVersion + "+rt"
 
 const rpmdb = "usr/share/kiln-sample/rpmdb/"

@@ -2,7 +2,8 @@
 # Builds the base of the kiln-steps image that the real-Tekton e2e runs in
 # pods: a Debian minbase rootfs with buildah (and the runc it runs RUN steps
 # with), because image-build's buildah path and kmod-build call the buildah
-# CLI, and git, for the e2e's stand-in of the catalog's git-clone in the
+# CLI, kmod, whose depmod kmod-sign runs for the kernel it places modules
+# under, and git, for the e2e's stand-in of the catalog's git-clone in the
 # GitOps scenario. test/env.StepsImage adds kiln-steps on top as a ko-style layer. No
 # image is pulled: debootstrap fetches Debian packages, as hack/dtk.sh does.
 #
@@ -35,7 +36,7 @@ cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
 printf '#!/bin/sh\nexit 101\n' >"$rootfs/usr/sbin/policy-rc.d"
 chmod 755 "$rootfs/usr/sbin/policy-rc.d"
 chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive PATH=/usr/sbin:/usr/bin:/sbin:/bin \
-  apt-get install -y -qq --no-install-recommends buildah runc git >"$work/apt.log" 2>&1 || {
+  apt-get install -y -qq --no-install-recommends buildah runc git kmod >"$work/apt.log" 2>&1 || {
   tail -n 20 "$work/apt.log" >&2
   exit 1
 }

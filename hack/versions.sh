@@ -15,9 +15,9 @@ CONTROLLER_GEN_VERSION=v0.19.0
 # changes; the tarball is also keyed by the host's kernel-headers version.
 DTK_SUITE=bookworm
 DTK_RECIPE=1
-# Base of the e2e's kiln-steps image, with buildah and git (hack/stepsbase.sh).
+# Base of the e2e's kiln-steps image, with buildah, kmod and git (hack/stepsbase.sh).
 STEPSBASE_SUITE=bookworm
-STEPSBASE_RECIPE=2
+STEPSBASE_RECIPE=3
 # Cluster API CRDs for test/env, read from the module cache (download-only:
 # kiln never imports these modules, so go.mod does not list them).
 CAPI_VERSION=v1.12.0

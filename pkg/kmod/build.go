@@ -39,6 +39,9 @@ const DockerfileKey = "dockerfile"
 //   - the step only builds and pushes; writing mc.osImageURL ("once built,
 //     KMM will modify the mc.osImageURL") is rollout's job, after signing
 //     and verification.
+//   - KERNEL_FULL_VERSION is the kernel the pool boots (the rendered
+//     config's kernelType; targetKernel), not always OS_AUTO's; kmod-sign
+//     then places the modules under that kernel's folder (place.go).
 //
 // The step runs the user's Dockerfile, so it holds no signing key: it
 // proves reuse with kiln's public key only, and kmod-attest, a step of its
@@ -171,7 +174,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	p.Printf("building %s for kernel %s (OS_AUTO %s, DTK_AUTO %s)", plan.BuildTarget, bi.kernel, bi.args[ArgOSAuto], bi.args[ArgDTKAuto])
+	p.Printf("building %s for kernel %s, %s (OS_AUTO %s, DTK_AUTO %s)", plan.BuildTarget, bi.kernel, bi.why, bi.args[ArgOSAuto], bi.args[ArgDTKAuto])
 	d, err := o.Buildah.BudAndPush(ctx, r, b)
 	if err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: Dockerfile of ConfigMap %q: %w", md.Namespace, md.Name, build.DockerfileConfigMap.Name, err)
@@ -224,7 +227,7 @@ func unsignedBud(dir, dockerfile string, args, secrets map[string]string, target
 	}
 	return osimage.Bud{
 		Dir: dir, Containerfile: cf, BuildArgs: args, Secrets: secrets, Target: target, Env: BuildEnv,
-		Labels: map[string]string{"kiln.dev/kernel-full-version": kernel},
+		Labels: map[string]string{KernelLabel: kernel},
 		Pulls:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
 		Bases:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
 	}, nil
@@ -235,6 +238,8 @@ func unsignedBud(dir, dockerfile string, args, secrets map[string]string, target
 type buildInputs struct {
 	args   map[string]string
 	kernel string
+	// why says which kernelType chose kernel, and where it was read.
+	why    string
 	inputs trust.Inputs
 }
 
@@ -259,9 +264,9 @@ func (o *BuildOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1b
 	} else {
 		pl.DTKImage = ""
 	}
-	kver, err := osKernel(ctx, r, pl.OSImage)
+	kver, why, err := o.targetKernel(ctx, r, pl)
 	if err != nil {
-		return buildInputs{}, wrap("reading the kernel version of OS_AUTO", err)
+		return buildInputs{}, wrap("choosing the kernel to build for", err)
 	}
 	args, err := BuildArgs(md, dockerfile, pl, kver)
 	if err != nil {
@@ -279,7 +284,27 @@ func (o *BuildOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1b
 	if err != nil {
 		return buildInputs{}, wrap("describing the build", err)
 	}
-	return buildInputs{args: args, kernel: kver, inputs: in}, nil
+	return buildInputs{args: args, kernel: kver, why: why, inputs: in}, nil
+}
+
+// targetKernel is the kernel the pool boots: the payload kernel of the
+// pool's kernelType. KMM's proposal builds for OS_AUTO's kernel only; a
+// realtime pool's image-build then swaps that kernel for kernel-rt, and
+// modules built for the default kernel would sit in a folder no booted
+// kernel reads.
+func (o *BuildOptions) targetKernel(ctx context.Context, r registry.Remote, pl Payload) (kver, why string, err error) {
+	kt, from, err := poolKernelType(o.Workspace())
+	if err != nil {
+		return "", "", err
+	}
+	ks, err := payloadKernels(ctx, r, pl.OSImage, pl.DTKImage)
+	if err != nil {
+		return "", "", err
+	}
+	if kver, err = ks.For(kt); err != nil {
+		return "", "", fmt.Errorf("%s: %w", from, err)
+	}
+	return kver, fmt.Sprintf("kernelType %s (%s)", kt, from), nil
 }
 
 // attest signs the pushed image and attests its inputs with kiln's cosign

@@ -233,8 +233,10 @@ func (f *fixture) image(t *testing.T) string {
 // TestKmodBuildSignCompose is the seed 003 day-0 story with real parts:
 // buildah compiles a real module in the driver-toolkit stand-in against its
 // kernel headers, copies it into the test OS image and pushes; kmod-sign
-// signs it with kiln's Go signer; image-build layers a rendered
-// MachineConfig on the signed image.
+// signs it with kiln's Go signer and places it in
+// /usr/lib/modules/<kver>/extra/ with depmod's files, where modinfo finds
+// it by name for that kernel; image-build layers a rendered MachineConfig
+// on the signed image.
 func TestKmodBuildSignCompose(t *testing.T) {
 	e := env.Start(t, env.Options{Registry: true, Buildah: true})
 	start := time.Now()
@@ -294,8 +296,12 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	signedRef := f.image(t)
 	signed := pull(t, signedRef)
 	sfiles, _ := flattenImage(t, signed)
+	// kmod-sign moved the module to where the booted kernel loads it,
+	// ran depmod for that kernel, and took /opt out.
+	placed := "usr/lib/modules/" + kver + "/extra/kiln-hello.ko"
+	wantBooted(t, extractRoot(t, signed), kver, map[string]string{"kiln-hello": "kiln day-0 signer"})
 	p := filepath.Join(t.TempDir(), "kiln-hello.ko")
-	writeFile(t, p, string(sfiles[ko]))
+	writeFile(t, p, string(sfiles[placed]))
 	sig := modinfoSig(t, p)
 	if sig["signer"] != "kiln day-0 signer" || sig["sig_hashalgo"] != "sha256" || sig["sig_id"] != "PKCS#7" {
 		t.Errorf("modinfo of the module in %s: %v", signedRef, sig)
@@ -336,8 +342,8 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	if got := string(final["etc/kiln-kmod.conf"]); got != "options kiln_hello debug=1\n" {
 		t.Errorf("final image /etc/kiln-kmod.conf = %q", got)
 	}
-	if !bytes.Equal(final[ko], sfiles[ko]) {
-		t.Errorf("final image's %s is not the signed module", ko)
+	if !bytes.Equal(final[placed], sfiles[placed]) || final[placed] == nil {
+		t.Errorf("final image's %s is not the signed module", placed)
 	}
 }
 

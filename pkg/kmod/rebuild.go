@@ -18,19 +18,24 @@ import (
 // build secrets when the inputs name secrets, laid out as SecretFiles
 // reads them (a folder per Secret, or a file per <secret>_<key> id); their
 // content is no input kiln records, so the caller must supply the same. The returned Inputs are
-// computed again, with the kernel version read from the OS image.
+// computed again, with the kernel version checked against the OS image
+// and the driver toolkit.
 func RebuildUnsigned(ctx context.Context, r registry.Remote, bb osimage.Buildah, in trust.Inputs, secretsDir, work string) (*osimage.Rebuilt, error) {
 	k, err := trust.KmodBuildOf(in)
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding the kmod image: %w", err)
 	}
-	kver, err := osKernel(ctx, r, k.OSImage)
+	ks, err := payloadKernels(ctx, r, k.OSImage, k.DTKImage)
 	if err != nil {
-		return nil, fmt.Errorf("rebuilding %s: reading the kernel version of the OS image: %w", k.Target, err)
+		return nil, fmt.Errorf("rebuilding %s: %w", k.Target, err)
 	}
-	if kver != k.KernelVersion {
-		return nil, fmt.Errorf("rebuilding %s: OS image %s has kernel %s, the inputs name %s", k.Target, k.OSImage, kver, k.KernelVersion)
+	// The inputs name the kernel of the pool's kernelType; it must be one
+	// the recorded OS image and driver toolkit offer.
+	if !ks.Has(k.KernelVersion) {
+		return nil, fmt.Errorf("rebuilding %s: OS image %s has kernel %s (variants %s, %s), the inputs name %s", k.Target, k.OSImage,
+			ks[KernelTypeDefault], ks[KernelTypeRealtime], ks[KernelType64kPages], k.KernelVersion)
 	}
+	kver := k.KernelVersion
 	secrets, err := SecretFiles(secretsDir, k.Secrets)
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding %s: %w", k.Target, err)

@@ -41,7 +41,7 @@ func Resign(unsigned, signed v1.Image, in trust.Inputs) (*osimage.Rebuilt, error
 	if !ok {
 		return nil, fmt.Errorf("re-signing: hash %q, want sha256, sha384 or sha512", p["hash"])
 	}
-	kver, err := KernelFullVersion(unsigned)
+	kver, err := ModuleKernel(unsigned)
 	if err != nil {
 		return nil, fmt.Errorf("re-signing: reading the unsigned image: %w", err)
 	}
@@ -65,11 +65,11 @@ func Resign(unsigned, signed v1.Image, in trust.Inputs) (*osimage.Rebuilt, error
 		return nil, fmt.Errorf("re-signing: %w", err)
 	}
 	var serial string
-	out, err := signedImage(unsigned, files, paths, kver, func(path string, module []byte) ([]byte, error) {
-		m, s, err := takeSignature(path, module, signedFiles, p["certificateHash"], hash)
+	out, _, err := signedImage(unsigned, files, paths, kver, func(path string, module []byte) ([]byte, error) {
+		m, s, err := takeSignature(placedPath(path, kver), module, signedFiles, p["certificateHash"], hash)
 		serial = s
 		return m, err
-	})
+	}, DefaultDepmod)
 	if err != nil {
 		return nil, fmt.Errorf("re-signing: %w", err)
 	}

@@ -55,7 +55,9 @@ func TestModuleSignatureIsDeterministicWithoutSigningTime(t *testing.T) {
 	}
 }
 
-const modA = "/opt/lib/modules/" + testKernel + "/kmm_ci_a.ko"
+// modA is where kmod-sign puts the module filesToSign names as
+// /opt/lib/modules/<kver>/kmm_ci_a.ko.
+const modA = "/usr/lib/modules/" + testKernel + "/extra/kmm_ci_a.ko"
 
 // TestResign re-signs an unsigned image with the signatures of kmod-sign's
 // image, without the key, and gets kmod-sign's digest; it refuses a module
@@ -116,6 +118,10 @@ func TestResign(t *testing.T) {
 	}
 	tampered := []byte(string(mod))
 	tampered[100] ^= 0xff
+	unsignedMod, err := payload.ReadImageFile(unsigned, "opt/lib/modules/"+testKernel+"/kmm_ci_a.ko")
+	if err != nil {
+		t.Fatal(err)
+	}
 	noModules, err := mutate.AppendLayers(empty.Image, env.TarLayer(t, map[string][]byte{"usr/lib/modules/" + testKernel + "/": nil}))
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +133,8 @@ func TestResign(t *testing.T) {
 	}{
 		{"changed content", withLayer(t, signed, map[string][]byte{strings.TrimPrefix(modA, "/"): tampered}), "module " + modA + ": the signed image's module content"},
 		{"other certificate", foreign, "module " + modA + ": signed by certificate "},
-		{"unsigned module", unsigned, "module " + modA + ": not signed in the signed image"},
+		{"unsigned module", withLayer(t, signed, map[string][]byte{strings.TrimPrefix(modA, "/"): unsignedMod}), "module " + modA + ": not signed in the signed image"},
+		{"module left under /opt", unsigned, "module " + modA + ": not in the signed image"},
 		{"missing module", noModules, "module " + modA + ": not in the signed image"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

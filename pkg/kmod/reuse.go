@@ -121,9 +121,13 @@ func CheckModuleSigners(img v1.Image, filesToSign []string, kernelFullVersion st
 	if err != nil {
 		return nil, err
 	}
-	paths, err := ExpandFilesToSign(files, filesToSign, kernelFullVersion)
+	placed := make([]string, len(filesToSign))
+	for i, f := range filesToSign {
+		placed[i] = placedPath(strings.ReplaceAll(f, KernelVersionVar, kernelFullVersion), kernelFullVersion)
+	}
+	paths, err := ExpandFilesToSign(files, placed, kernelFullVersion)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("where kmod-sign places %v: %w", filesToSign, err)
 	}
 	for _, p := range paths {
 		f := files[strings.TrimPrefix(p, "/")]

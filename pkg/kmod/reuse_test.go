@@ -108,8 +108,8 @@ func TestKmodSignReusesOnlyWhatKilnProves(t *testing.T) {
 		push(t, f.md.Spec.OSMapping.ContainerImage, pull(t, oldRef))
 		attest(t, f, oldRef, rotated)
 		log = mustSign(t, f)
-		wantRejected(t, f, log, f.md.Spec.OSMapping.ContainerImage+" holds "+old+", attested by kiln, but its module /opt/lib/modules/"+testKernel+
-			"/kmm_ci_a.ko: signed by another certificate (issuer \"CN=kiln old signer\"")
+		wantRejected(t, f, log, f.md.Spec.OSMapping.ContainerImage+" holds "+old+", attested by kiln, but its module /usr/lib/modules/"+testKernel+
+			"/extra/kmm_ci_a.ko: signed by another certificate (issuer \"CN=kiln old signer\"")
 		if f.result(t, "KMOD_IMAGE_DIGEST") == old {
 			t.Fatal("kmod-sign reused modules signed by the old certificate")
 		}
@@ -131,8 +131,10 @@ func TestKmodSignReusesOnlyWhatKilnProves(t *testing.T) {
 			t.Errorf("kmod-sign signed %s, want kmod-build's %s", got, builtRef)
 		}
 		files, _ := flattenImage(t, pull(t, f.image(t)))
-		if _, ok := files["opt/lib/modules/"+testKernel+"/planted.ko"]; ok {
-			t.Error("the image behind the moved tag was signed")
+		for _, p := range []string{"opt/lib/modules/" + testKernel + "/planted.ko", "usr/lib/modules/" + testKernel + "/extra/planted.ko"} {
+			if _, ok := files[p]; ok {
+				t.Errorf("the image behind the moved tag was signed: it has %s", p)
+			}
 		}
 		wantSigners(t, f, "kiln day-0 signer")
 	})

@@ -2,7 +2,6 @@ package kmod
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,15 +12,10 @@ import (
 	"sort"
 	"strings"
 	"testing/fstest"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
@@ -40,6 +34,8 @@ type SignImageInput struct {
 	// Source is read through the mirrors, Target written to its own
 	// registry.
 	Remote registry.Remote
+	// Depmod is kmod's depmod; empty means DefaultDepmod on PATH.
+	Depmod string
 }
 
 // SignImageResult is the pushed image.
@@ -48,6 +44,8 @@ type SignImageResult struct {
 	// Signed are the module paths signed, sorted.
 	Signed            []string
 	KernelFullVersion string
+	// Placement says where the modules and firmware went.
+	Placement *Placement
 }
 
 // modulesIndexLimit caps how much of a module the index keeps in memory;
@@ -56,15 +54,16 @@ const modulesIndexLimit = 64 << 20
 
 // SignImage signs the kernel modules named by FilesToSign and pushes the
 // result as the unsigned image plus ONE layer holding the signed modules
-// (same paths, modes and owners), so the base layers stay shared with the
-// unsigned image. Nothing is pushed when any file is missing or fails to
-// sign.
+// (same modes and owners) where the booted kernel loads them, with
+// depmod's files for that kernel; /opt leaves the image (signedImage).
+// Layers without /opt content stay shared with the unsigned image.
+// Nothing is pushed when any file is missing, misplaced or fails to sign.
 func SignImage(ctx context.Context, in SignImageInput) (*SignImageResult, error) {
 	src, err := in.Remote.Image(ctx, in.Source)
 	if err != nil {
 		return nil, fmt.Errorf("reading unsigned image %s: %w", in.Source, err)
 	}
-	kver, err := KernelFullVersion(src)
+	kver, err := ModuleKernel(src)
 	if err != nil {
 		return nil, fmt.Errorf("reading unsigned image %s: %w", in.Source, err)
 	}
@@ -76,7 +75,7 @@ func SignImage(ctx context.Context, in SignImageInput) (*SignImageResult, error)
 	if err != nil {
 		return nil, err
 	}
-	out, err := signedImage(src, files, paths, kver, func(_ string, m []byte) ([]byte, error) { return in.Signer.Sign(m) })
+	out, pl, err := signedImage(src, files, paths, kver, func(_ string, m []byte) ([]byte, error) { return in.Signer.Sign(m) }, in.Depmod)
 	if err != nil {
 		return nil, err
 	}
@@ -87,26 +86,27 @@ func SignImage(ctx context.Context, in SignImageInput) (*SignImageResult, error)
 	if err != nil {
 		return nil, err
 	}
-	return &SignImageResult{Digest: d, Signed: paths, KernelFullVersion: kver}, nil
+	return &SignImageResult{Digest: d, Signed: paths, KernelFullVersion: kver, Placement: pl}, nil
 }
 
-// signedImage is src plus one layer holding the modules at paths as sign
-// returns them: SignImage signs with the key, Resign puts back the
-// signatures of an image under check. Both assemble it here, so that the
-// same signed modules give the same image.
-func signedImage(src v1.Image, files fstest.MapFS, paths []string, kver string, sign func(path string, module []byte) ([]byte, error)) (v1.Image, error) {
-	lt, err := osimage.LayerTypeFor(src)
+// KernelLabel is the label kmod-build puts on the unsigned image: the
+// kernel it built the modules for (KERNEL_FULL_VERSION). It differs from
+// ostree.linux, the base's kernel, when the pool boots another kernel
+// (kernelType realtime).
+const KernelLabel = "kiln.dev/kernel-full-version"
+
+// ModuleKernel is the kernel an unsigned kmod image's modules are for:
+// KernelLabel, else the OS image's own kernel (KernelFullVersion), as for
+// an unsigned image kiln did not build.
+func ModuleKernel(img v1.Image) (string, error) {
+	cf, err := img.ConfigFile()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	layer, err := signedLayer(files, paths, sign, lt)
-	if err != nil {
-		return nil, err
+	if v := cf.Config.Labels[KernelLabel]; v != "" {
+		return v, nil
 	}
-	return mutate.Append(src, mutate.Addendum{Layer: layer, History: v1.History{
-		CreatedBy: fmt.Sprintf("kiln: kmod-sign %d module(s) for kernel %s", len(paths), kver),
-		Created:   v1.Time{Time: time.Unix(0, 0).UTC()},
-	}})
+	return KernelFullVersion(img)
 }
 
 // KernelFullVersion reads the kernel version of an OS image: the
@@ -156,23 +156,57 @@ func imageFiles(img v1.Image) (fstest.MapFS, error) {
 		case tar.TypeDir:
 			f.Mode |= fs.ModeDir
 		case tar.TypeReg:
-			if strings.HasSuffix(p, ".ko") && h.Size <= modulesIndexLimit {
+			if (strings.HasSuffix(p, ".ko") || isMoved(p)) && h.Size <= modulesIndexLimit {
 				b, err := io.ReadAll(r)
 				if err != nil {
 					return err
 				}
 				f.Data = b
 			}
+		case tar.TypeSymlink:
+			f.Mode |= fs.ModeIrregular // links are never signed
+			f.Sys = header{uid: h.Uid, gid: h.Gid, link: h.Linkname}
 		default:
-			f.Mode |= fs.ModeIrregular // links and devices are never signed
+			f.Mode |= fs.ModeIrregular // nor devices
 		}
 		files[p] = f
 		return nil
 	})
+	if err == nil {
+		aliasOpt(files)
+	}
 	return files, err
 }
 
-type header struct{ uid, gid int }
+type header struct {
+	uid, gid int
+	link     string
+}
+
+// optLinked reports whether the image's /opt is CoreOS's link into /var:
+// a Dockerfile's COPY to /opt then writes under /var/opt.
+func optLinked(files fstest.MapFS) bool {
+	f, ok := files["opt"]
+	if !ok || f.Mode.IsDir() || f.Mode.IsRegular() {
+		return false
+	}
+	h, _ := f.Sys.(header)
+	return path.Clean(strings.TrimPrefix(h.link, "/")) == "var/opt"
+}
+
+// aliasOpt lets filesToSign's /opt paths find what a COPY wrote through
+// CoreOS's /opt link: every file under var/opt/ is also indexed under
+// opt/. planPlacement moves the var/opt/ copy.
+func aliasOpt(files fstest.MapFS) {
+	if !optLinked(files) {
+		return
+	}
+	for k, f := range files {
+		if rest, ok := strings.CutPrefix(k, "var/opt/"); ok {
+			files["opt/"+rest] = f
+		}
+	}
+}
 
 func deleteTree(files fstest.MapFS, p string) {
 	for k := range files {
@@ -211,35 +245,4 @@ func walkLayers(img v1.Image, fn func(*tar.Header, io.Reader) error) error {
 		rc.Close()
 	}
 	return nil
-}
-
-// signedLayer signs each module and packs them, sorted, with fixed times,
-// keeping mode and owner: the same inputs give the same layer.
-func signedLayer(files fstest.MapFS, paths []string, sign func(path string, module []byte) ([]byte, error), lt types.MediaType) (v1.Layer, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, p := range paths {
-		f := files[strings.TrimPrefix(p, "/")]
-		if f.Data == nil {
-			return nil, fmt.Errorf("signing %s: not a regular .ko file of at most %d bytes", p, modulesIndexLimit)
-		}
-		signed, err := sign(p, f.Data)
-		if err != nil {
-			return nil, fmt.Errorf("signing %s: %w", p, err)
-		}
-		own, _ := f.Sys.(header)
-		h := &tar.Header{Name: strings.TrimPrefix(p, "/"), Mode: int64(f.Mode.Perm()), Size: int64(len(signed)),
-			Uid: own.uid, Gid: own.gid, ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(signed); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	b := buf.Bytes()
-	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, tarball.WithMediaType(lt))
 }

@@ -25,8 +25,10 @@ import (
 )
 
 // BenchmarkKmodSign is kmod-sign's whole job on an image with N real
-// modules: pull, expand filesToSign, sign every .ko with kiln's Go signer
-// and push the signed layer. The reference, measured in the same loop
+// modules: pull, expand filesToSign, sign every .ko with kiln's Go signer,
+// place the modules in /usr/lib/modules/<kver>/extra/ with depmod run for
+// that kernel (one depmod process), rewrite the layer that held /opt and
+// push. The reference, measured in the same loop
 // after each of kiln's passes, is only the signing part done the shell
 // way: Debian's sign-file run once per module (process start included). Each iteration gets a fresh
 // in-process registry (go-containerregistry's, outside the timer) so the

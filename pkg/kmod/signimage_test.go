@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -125,27 +127,34 @@ func TestSignImage(t *testing.T) {
 		if len(outLayers) != len(srcLayers)+1 {
 			t.Fatalf("signed image has %d layers, want the %d unsigned ones plus one", len(outLayers), len(srcLayers))
 		}
-		for i := range srcLayers {
-			a, _ := srcLayers[i].Digest()
-			b, _ := outLayers[i].Digest()
-			if a != b {
-				t.Errorf("layer %d changed: %s → %s", i, a, b)
-			}
+		// The OS layer has nothing under /opt: it stays shared.
+		if a, b := digestOf(t, srcLayers[0]), digestOf(t, outLayers[0]); a != b {
+			t.Errorf("OS layer changed: %s → %s", a, b)
 		}
 		if mt, _ := outLayers[len(outLayers)-1].MediaType(); mt != wantLayer {
 			t.Errorf("signed layer media type %s, want %s (the manifest's family)", mt, wantLayer)
 		}
+		extra := "usr/lib/modules/" + testKernel + "/extra/"
 		files := topLayer(t, outLayers[len(outLayers)-1])
-		if len(files) != 2 {
-			t.Fatalf("signed layer holds %v, want the two modules only", keys(files))
-		}
 		p := filepath.Join(t.TempDir(), "a.ko")
-		_ = os.WriteFile(p, files["opt/lib/modules/"+testKernel+"/kmm_ci_a.ko"].data, 0o644)
+		_ = os.WriteFile(p, files[extra+"kmm_ci_a.ko"].data, 0o644)
 		if got := modinfoSig(t, p); got["signer"] != "kiln kmod signer" || got["sig_hashalgo"] != "sha256" {
 			t.Errorf("modinfo of the signed module from the image: %v", got)
 		}
-		if m := files["opt/lib/modules/"+testKernel+"/kmm_ci_b.ko"].mode; m != 0o600 {
+		if m := files[extra+"kmm_ci_b.ko"].mode; m != 0o600 {
 			t.Errorf("mode of kmm_ci_b.ko: %o, want 600 kept", m)
+		}
+		wantPlacement := &kmod.Placement{Kernel: testKernel, Modules: []kmod.Move{
+			{From: "/opt/lib/modules/" + testKernel + "/kmm_ci_a.ko", To: "/" + extra + "kmm_ci_a.ko", Signed: true},
+			{From: "/opt/lib/modules/" + testKernel + "/kmm_ci_b.ko", To: "/" + extra + "kmm_ci_b.ko", Signed: true},
+		}}
+		if diff := cmp.Diff(wantPlacement, res.Placement, cmpopts.IgnoreFields(kmod.Placement{}, "Depmod")); diff != "" {
+			t.Errorf("placement (-want +got):\n%s", diff)
+		}
+		root := extractRoot(t, out)
+		wantBooted(t, root, testKernel, map[string]string{"kmm_ci_a": "kiln kmod signer", "kmm_ci_b": "kiln kmod signer"})
+		if placed, err := kmod.PlacedModules(out, testKernel); err != nil || len(placed) != 2 {
+			t.Errorf("PlacedModules = %v, %v; want both modules", placed, err)
 		}
 	}
 }
@@ -218,4 +227,84 @@ func keys(m map[string]tarFile) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing: content under
+// /opt that is no module or firmware, modules built for another kernel
+// than the image's, and a missing depmod each fail kmod-sign with the file
+// (or tool) and the rule named, and nothing is pushed.
+func TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing(t *testing.T) {
+	r := env.StartRegistry(t, env.RegistryOptions{})
+	kp := newKeyPair(t, "kiln kmod signer")
+	s, _ := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	base := unsignedImage(t, true)
+	cases := []struct {
+		name   string
+		img    v1.Image
+		depmod string
+		want   string
+	}{
+		{"a tool under /opt", withLayer(t, base, map[string][]byte{"opt/acme/bin/tool": []byte("#!/bin/sh\n")}), "",
+			"placing modules: /opt/acme/bin/tool: a node drops /opt"},
+		{"modules of another kernel", withLayer(t, base, map[string][]byte{"opt/lib/modules/6.1.0-56-amd64/x.ko": []byte("\x7fELF")}), "",
+			`placing modules: /opt/lib/modules/6.1.0-56-amd64/x.ko is for kernel "6.1.0-56-amd64", but the image is built for kernel ` + testKernel},
+		{"no depmod", base, filepath.Join(t.TempDir(), "depmod"), "running depmod for kernel " + testKernel + ": exec: "},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srcRef, _ := name.ParseReference(r.Ref(fmt.Sprintf("kmods/rhcos:unsigned-%d", i)), name.Insecure)
+			if err := remote.Write(srcRef, tc.img); err != nil {
+				t.Fatal(err)
+			}
+			dstRef, _ := name.ParseReference(r.Ref(fmt.Sprintf("kmods/rhcos:lost-%d", i)), name.Insecure)
+			_, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: srcRef, Target: dstRef, Signer: s, Depmod: tc.depmod,
+				FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_a.ko"}})
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %v\nwant %s", err, tc.want)
+			}
+			if _, err := remote.Head(dstRef); err == nil {
+				t.Errorf("target was pushed despite the failure")
+			}
+		})
+	}
+}
+
+// TestSignImageMovesFirmwareToUsr: firmware the build wrote under
+// /opt/lib/firmware/ or the day-0 proposal's /var/lib/firmware/ (which a
+// node applies on first install only) is in /usr/lib/firmware/ of the
+// signed image, byte for byte, and no longer where it was.
+func TestSignImageMovesFirmwareToUsr(t *testing.T) {
+	r := env.StartRegistry(t, env.RegistryOptions{})
+	kp := newKeyPair(t, "kiln kmod signer")
+	s, _ := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	fw := map[string][]byte{"opt/lib/firmware/acme/fw.bin": []byte("\x00acme firmware 1"), "var/lib/firmware/acme/other.bin": []byte("\x00acme firmware 2")}
+	srcRef, _ := name.ParseReference(r.Ref("kmods/rhcos:fw-unsigned"), name.Insecure)
+	if err := remote.Write(srcRef, withLayer(t, unsignedImage(t, true), fw)); err != nil {
+		t.Fatal(err)
+	}
+	dstRef, _ := name.ParseReference(r.Ref("kmods/rhcos:fw"), name.Insecure)
+	res, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: srcRef, Target: dstRef, Signer: s,
+		FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*.ko"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []kmod.Move{{From: "/opt/lib/firmware/acme/fw.bin", To: "/usr/lib/firmware/acme/fw.bin"},
+		{From: "/var/lib/firmware/acme/other.bin", To: "/usr/lib/firmware/acme/other.bin"}}
+	if diff := cmp.Diff(want, res.Placement.Firmware); diff != "" {
+		t.Errorf("firmware placement (-want +got):\n%s", diff)
+	}
+	out, err := remote.Image(dstRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := flattenImage(t, out)
+	for from, data := range fw {
+		to := "usr/lib/firmware/acme/" + filepath.Base(from)
+		if !bytes.Equal(files[to], data) {
+			t.Errorf("/%s = %q, want the bytes of /%s", to, files[to], from)
+		}
+		if _, ok := files[from]; ok {
+			t.Errorf("/%s is still in the signed image", from)
+		}
+	}
 }

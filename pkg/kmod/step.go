@@ -86,6 +86,9 @@ type KmodReport struct {
 	Reused bool `json:"reused,omitempty"`
 	// ReuseRejected says why what sat at the target was not reused.
 	ReuseRejected string `json:"reuseRejected,omitempty"`
+	// Placement is where kmod-sign put the modules and firmware, when it
+	// signed in this run.
+	Placement *Placement `json:"placement,omitempty"`
 }
 
 // Run signs the ModuleDay0's modules and pushes containerImage.
@@ -157,12 +160,16 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	for _, f := range res.Signed {
 		p.Printf("signed %s (kernel %s)", f, res.KernelFullVersion)
 	}
+	for _, m := range append(append([]Move(nil), res.Placement.Modules...), res.Placement.Firmware...) {
+		p.Printf("placed %s at %s", m.From, m.To)
+	}
+	p.Printf("depmod %s wrote %d file(s)", res.KernelFullVersion, len(res.Placement.Depmod))
 	ref := in.Target.Context().Digest(res.Digest.String()).String()
 	if err := attest(ctx, r, o.Attest, ref, sin.inputs, p); err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
 	rep := KmodReport{Image: ref, Digest: res.Digest.String(), Kernel: res.KernelFullVersion, Signed: res.Signed,
-		Inputs: &sin.inputs, ReuseRejected: reuse.Rejected}
+		Inputs: &sin.inputs, ReuseRejected: reuse.Rejected, Placement: res.Placement}
 	if err := writeKmodResults(o.Options, ws, "sign.json", rep); err != nil {
 		return err
 	}
@@ -190,7 +197,7 @@ func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1be
 	if err != nil {
 		return signInputs{}, wrap(registry.Classify(err, "reading", d.String()))
 	}
-	kver, err := KernelFullVersion(img)
+	kver, err := ModuleKernel(img)
 	if err != nil {
 		return signInputs{}, wrap(err)
 	}
