@@ -24,15 +24,16 @@ type NodeLint struct {
 	Attested bool `json:"attested,omitempty"`
 }
 
-// verdict is the NODE_CHECK result.
-func (l *NodeLint) verdict() string {
+// verdict is the NODE_CHECK result: the check's outcome, then what an
+// upgraded node sees of the rendered config (view).
+func (l *NodeLint) verdict(view NodeView) string {
 	switch {
 	case l == nil:
 		return ""
 	case l.Attested:
-		return fmt.Sprintf("pass (%s, attested)", l.Rules)
+		return fmt.Sprintf("pass (%s, attested); %s", l.Rules, view)
 	default:
-		return fmt.Sprintf("pass (%s), %d warning(s)", l.Rules, len(l.Warnings))
+		return fmt.Sprintf("pass (%s), %d warning(s); %s", l.Rules, len(l.Warnings), view)
 	}
 }
 

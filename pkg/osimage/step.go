@@ -142,7 +142,7 @@ func writeBuildResults(results *step.Results, res *BuildResult) error {
 	}
 	for k, v := range map[string]string{
 		"IMAGE_URL": image.Context().Name(), "IMAGE_DIGEST": res.Digest.String(), "REUSED": strconv.FormatBool(res.Reused),
-		"REUSE_REJECTED": clip(res.Rejected, maxRejectedBytes), "NODE_CHECK": res.Lint.verdict(),
+		"REUSE_REJECTED": clip(res.Rejected, maxRejectedBytes), "NODE_CHECK": clip(res.Lint.verdict(nodeView(res.Plan)), maxNodeCheckBytes),
 	} {
 		if err := results.Set(k, v); err != nil {
 			return err
@@ -261,6 +261,9 @@ type BuildReport struct {
 	Entries       []string `json:"entries"`
 	// NodeLintFindings are the node import check's warnings, whole.
 	NodeLintFindings []nodeimport.Finding `json:"nodeLintFindings,omitempty"`
+	// NodeView is what an upgraded node gets of the rendered config from
+	// the image, every path it does not get named.
+	NodeView *NodeView `json:"nodeView,omitempty"`
 }
 
 func writeReport(path string, in BuildInput, res *BuildResult) error {
@@ -269,6 +272,8 @@ func writeReport(path string, in BuildInput, res *BuildResult) error {
 		KmodDigests: in.KmodDigests, Pool: in.Pool, Platforms: res.Platforms}
 	if res.Lint != nil {
 		rep.NodeLintFindings = res.Lint.Findings
+		view := nodeView(res.Plan)
+		rep.NodeView = &view
 	}
 	for _, e := range res.Plan.Entries {
 		rep.Entries = append(rep.Entries, fmt.Sprintf("%c %04o %d:%d %s (%s)", e.Type, e.Mode, e.UID, e.GID, e.Path, e.Origin))
@@ -286,6 +291,10 @@ func writeReport(path string, in BuildInput, res *BuildResult) error {
 // maxRejectedBytes bounds REUSE_REJECTED within Tekton's result budget; the
 // step's log has the whole message.
 const maxRejectedBytes = 1024
+
+// maxNodeCheckBytes bounds NODE_CHECK likewise; build.json's nodeView and
+// nodeLintFindings have every path.
+const maxNodeCheckBytes = 512
 
 func clip(s string, n int) string {
 	if len(s) <= n {

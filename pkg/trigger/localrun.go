@@ -154,7 +154,7 @@ type localRun struct {
 }
 
 type summary struct {
-	pool, trigger, run, status, rendered, digest, signed, patched string
+	pool, trigger, run, status, rendered, digest, signed, patched, nodeCheck string
 }
 
 func (l *localRun) runAll(ctx context.Context, todo []PoolPlan, waves map[string]int) error {
@@ -212,6 +212,7 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	s.digest = taskResult(res, "image-build", "IMAGE_DIGEST")
 	s.signed = strconv.FormatBool(taskState(res, "image-sign") == pipeline.StateSucceeded && taskState(res, "verify") == pipeline.StateSucceeded)
 	s.patched = taskResult(res, "bootimages", "MACHINESETS_PATCHED")
+	s.nodeCheck = taskResult(res, "image-build", "NODE_CHECK")
 	l.summaries = append(l.summaries, s)
 	if err := res.Err(); err != nil {
 		att.end(res.Status)
@@ -236,6 +237,14 @@ func (l *localRun) printSummary() {
 			orDash(s.rendered), orDash(s.digest), orDash(s.signed), orDash(s.patched))
 	}
 	_ = tw.Flush()
+	// The node check's verdict per pool: what an rpm-ostree node imports
+	// of the image, and which rendered files it gets from MCO's daemon
+	// rather than from the image (image-build's build.json lists them all).
+	for _, s := range l.summaries {
+		if s.nodeCheck != "" {
+			fmt.Fprintf(l.w, "node check %s: %s\n", s.pool, termsafe.Escape(s.nodeCheck))
+		}
+	}
 }
 
 // collectGitOps copies what the run changed into out: the osImageURL
