@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/kiln-dev/kiln/hack/catalog/catlint"
+	kilnrelease "github.com/kiln-dev/kiln/pkg/release"
 )
 
 // fakeBase writes a small gzipped rootfs tarball, standing in for
@@ -59,11 +60,12 @@ func TestReleaseImageReproducibleAndPinned(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	img, err := stepsImage(base, bin)
+	amd64 := kilnrelease.Platform{OS: "linux", Arch: "amd64"}
+	img, err := kilnrelease.StepsImage(base, bin, amd64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := stepsImage(base, bin)
+	again, err := kilnrelease.StepsImage(base, bin, amd64)
 	if err != nil {
 		t.Fatal(err)
 	}
