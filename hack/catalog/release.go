@@ -28,7 +28,7 @@ import (
 func release(ctx context.Context, root, tag, ociDir, base string) error {
 	if base == "" {
 		var err error
-		if base, err = stepsBase(root); err != nil {
+		if base, err = catlint.StepsBase(root); err != nil {
 			return err
 		}
 	}
@@ -64,25 +64,6 @@ func release(ctx context.Context, root, tag, ociDir, base string) error {
 	}
 	fmt.Printf("built %s into %s (not pushed)\npinned it in %d files; run make catalog\n", pinned, ociDir, len(files))
 	return nil
-}
-
-// stepsBase is hack/stepsbase.sh's cached tarball for hack/versions.sh's
-// suite and recipe.
-func stepsBase(root string) (string, error) {
-	suite, err := catlint.ShellVar(filepath.Join(root, "hack", "versions.sh"), "STEPSBASE_SUITE")
-	if err != nil {
-		return "", err
-	}
-	recipe, err := catlint.ShellVar(filepath.Join(root, "hack", "versions.sh"), "STEPSBASE_RECIPE")
-	if err != nil {
-		return "", err
-	}
-	cache := os.Getenv("KILN_CACHE")
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "kiln")
-	}
-	return kilnrelease.StepsBasePath(cache, suite, recipe), nil
 }
 
 // writeLayout writes img into an OCI image layout at dir, named by its tag

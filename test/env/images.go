@@ -17,8 +17,9 @@ import (
 	"github.com/kiln-dev/kiln/pkg/release"
 )
 
-// The images a test node runs are all made here from local binaries and
-// imported into its containerd: nothing is pulled.
+// The images a test node runs besides kiln's release images (which the
+// e2e pushes with pkg/release and the node pulls from the test registry)
+// are made here from local binaries and imported into its containerd.
 const (
 	pauseRef = "kiln.local/pause:e2e"
 	// StepsRef is the kiln-steps image StepsImage makes.
