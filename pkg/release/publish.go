@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -67,9 +67,13 @@ func SourceOf(ctx context.Context, root string) (Source, error) {
 	return Source{Revision: strings.TrimSpace(string(out)), Modified: len(strings.TrimSpace(string(status))) > 0}, nil
 }
 
+// tagRE is the OCI distribution spec's tag grammar
+// (https://github.com/opencontainers/distribution-spec/blob/main/spec.md#pulling-manifests).
+var tagRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$`)
+
 // CheckTag refuses a tag that is not a valid image tag.
 func CheckTag(tag string) error {
-	if _, err := name.NewTag("example.com/x:"+tag, name.StrictValidation); err != nil || tag == "" {
+	if !tagRE.MatchString(tag) {
 		return fmt.Errorf("release tag %q: not an image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})", tag)
 	}
 	return nil
@@ -198,8 +202,8 @@ func ReadPublished(path string) (*Published, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
-	if errs := validation.IsValidLabelValue(p.Tag); len(errs) > 0 || p.Tag == "" {
-		return nil, fmt.Errorf("reading %s: field tag %q: %s", path, p.Tag, strings.Join(append(errs, "must be a label value"), "; "))
+	if err := CheckTag(p.Tag); err != nil {
+		return nil, fmt.Errorf("reading %s: field tag: %w", path, err)
 	}
 	for field, img := range map[string]string{"trigger.image": p.Trigger.Image, "steps.image": p.Steps.Image} {
 		if _, err := name.NewDigest(img); err != nil {

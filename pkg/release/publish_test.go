@@ -2,6 +2,7 @@ package release_test
 
 import (
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -37,7 +38,12 @@ func startRegistry(t *testing.T) (string, registry.Remote) {
 	srv := httptest.NewServer(ggcrregistry.New())
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
-	return host, registry.Remote{Insecure: []string{host}, AuthFile: filepath.Join(t.TempDir(), "none.json")}
+	// An empty auth file: the user's own files are not read.
+	auth := filepath.Join(t.TempDir(), "auth.json")
+	if err := os.WriteFile(auth, []byte(`{"auths":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return host, registry.Remote{Insecure: []string{host}, AuthFile: auth}
 }
 
 func signer(keys string) release.Signer {
