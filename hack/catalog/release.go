@@ -88,11 +88,12 @@ func writeLayout(dir string, ref name.Tag, img v1.Image) (v1.Hash, error) {
 // or folded onto the next one.
 var defaultRE = regexp.MustCompile(`(?m)^([ ]+)default:(?:[ ]*>-\n[ ]+|[ ]+)` + regexp.QuoteMeta(catlint.StepsRepository) + `:[A-Za-z0-9._-]+(?:@sha256:[0-9a-f]{64})?[ ]*$`)
 
-// pinDefaults rewrites every steps image default in tasks/ and pipelines/
-// to pinned and returns the files it changed.
+// pinDefaults rewrites every steps image default in tasks/, pipelines/
+// and the GitOps sample Pipeline to pinned and returns the files it
+// changed.
 func pinDefaults(root, pinned string) ([]string, error) {
 	var files []string
-	for _, dir := range []string{"tasks", "pipelines"} {
+	for _, dir := range []string{"tasks", "pipelines", filepath.Join("config", "samples", "gitops")} {
 		m, err := filepath.Glob(filepath.Join(root, dir, "*.yaml"))
 		if err != nil {
 			return nil, err
