@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/kiln-dev/kiln/hack/catalog/catlint"
-	kilnrelease "github.com/kiln-dev/kiln/pkg/release"
+	"github.com/kiln-dev/kiln/pkg/release/build"
 )
 
 // release builds the kiln-steps release image into an OCI layout (nothing
@@ -36,7 +36,7 @@ func release(ctx context.Context, root, tag, ociDir, base string) error {
 	if err != nil {
 		return fmt.Errorf("reading the tag %q: %w", tag, err)
 	}
-	platform, err := kilnrelease.ParsePlatform(catlint.ReleasePlatforms[0])
+	platform, err := build.ParsePlatform(catlint.ReleasePlatforms[0])
 	if err != nil {
 		return err
 	}
@@ -45,11 +45,11 @@ func release(ctx context.Context, root, tag, ociDir, base string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin, err := kilnrelease.BuildBinary(ctx, root, "./cmd/steps", dir, kilnrelease.StepsName, platform)
+	bin, err := build.BuildBinary(ctx, root, "./cmd/steps", dir, build.StepsName, platform)
 	if err != nil {
 		return err
 	}
-	img, err := kilnrelease.StepsImage(base, bin, platform)
+	img, err := build.StepsImage(base, bin, platform)
 	if err != nil {
 		return err
 	}

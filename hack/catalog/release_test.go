@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/kiln-dev/kiln/hack/catalog/catlint"
-	kilnrelease "github.com/kiln-dev/kiln/pkg/release"
+	"github.com/kiln-dev/kiln/pkg/release/build"
 )
 
 // fakeBase writes a small gzipped rootfs tarball, standing in for
@@ -60,12 +60,12 @@ func TestReleaseImageReproducibleAndPinned(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	amd64 := kilnrelease.Platform{OS: "linux", Arch: "amd64"}
-	img, err := kilnrelease.StepsImage(base, bin, amd64)
+	amd64 := build.Platform{OS: "linux", Arch: "amd64"}
+	img, err := build.StepsImage(base, bin, amd64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := kilnrelease.StepsImage(base, bin, amd64)
+	again, err := build.StepsImage(base, bin, amd64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kiln-dev/kiln/hack/catalog/catlint"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/release"
+	"github.com/kiln-dev/kiln/pkg/release/build"
 	"github.com/kiln-dev/kiln/pkg/signing"
 )
 
@@ -55,7 +56,7 @@ func run(ctx context.Context, args []string) error {
 	if err := attest.Check(); err != nil {
 		return err
 	}
-	platform, err := release.ParsePlatform(catlint.ReleasePlatforms[0])
+	platform, err := build.ParsePlatform(catlint.ReleasePlatforms[0])
 	if err != nil {
 		return err
 	}

@@ -226,3 +226,14 @@ func TestInstallUpgradePrunesDroppedObjectsAndKeepsOlderRuns(t *testing.T) {
 		t.Errorf("second install of B: pruned %v, relabeled %v, applied %d (first: %d)", again.Pruned, again.Relabeled, len(again.Applied), len(res.Applied))
 	}
 }
+
+// pkg/release relabels runs to the keys today's trigger selects them by.
+func TestRunLabelsAreTheTriggers(t *testing.T) {
+	got := []string{release.LabelRunsManagedBy, release.LabelFingerprint, release.LabelPipeline, release.LabelGitRevision,
+		release.ManagedBy, release.LegacyManagedBy}
+	want := []string{trigger.LabelRunsManagedBy, trigger.LabelFingerprint, trigger.LabelPipeline, trigger.LabelGitRevision,
+		trigger.ManagedBy, trigger.LabelManagedBy}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("run labels (-pkg/trigger +pkg/release):\n%s", diff)
+	}
+}

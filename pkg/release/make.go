@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/release/build"
 )
 
 // ImagesOptions are what `make images` does: build both images from Root,
@@ -43,7 +44,7 @@ func MakeImages(ctx context.Context, o ImagesOptions, out io.Writer) (*Published
 		return nil, fmt.Errorf("building kiln's images: %w", err)
 	}
 	defer os.RemoveAll(work)
-	imgs, _, err := Build(ctx, BuildOptions{Root: o.Root, StepsBase: o.StepsBase, Platform: o.Platform, WorkDir: work})
+	imgs, _, err := build.Build(ctx, build.BuildOptions{Root: o.Root, StepsBase: o.StepsBase, Platform: o.Platform, WorkDir: work})
 	if err != nil {
 		return nil, err
 	}
@@ -80,14 +81,8 @@ type InstallOptions struct {
 // MakeInstall runs `make install` and prints what it did to out.
 func MakeInstall(ctx context.Context, o InstallOptions, out io.Writer) (*InstallResult, error) {
 	if o.Registry != "" {
-		for _, img := range []string{o.Published.Trigger.Image, o.Published.Steps.Image} {
-			d, err := name.NewDigest(img)
-			if err != nil {
-				return nil, fmt.Errorf("installing kiln: image %q: %w", img, err)
-			}
-			if repo := d.Context().Name(); !strings.HasPrefix(repo, strings.TrimSuffix(o.Registry, "/")+"/") {
-				return nil, fmt.Errorf("installing kiln: image %s is not in registry %s: run make images REGISTRY=%s first", img, o.Registry, o.Registry)
-			}
+		if err := checkRegistry(o.Published, o.Registry); err != nil {
+			return nil, err
 		}
 	}
 	if err := WriteOverlay(o.OverlayDir, o.Config, o.Published, o.Patches); err != nil {
@@ -104,4 +99,23 @@ func MakeInstall(ctx context.Context, o InstallOptions, out io.Writer) (*Install
 	fmt.Fprintf(out, "installed kiln %s from %s: %d objects applied, %d pruned, %d skipped, %d runs of an older kiln relabeled\n",
 		o.Published.Tag, filepath.Join(o.OverlayDir, "kustomization.yaml"), len(res.Applied), len(res.Pruned), len(res.Skipped), len(res.Relabeled))
 	return res, nil
+}
+
+// checkRegistry fails unless both of p's images are reg/<name>, compared
+// as go-containerregistry names them (docker.io is index.docker.io).
+func checkRegistry(p *Published, reg string) error {
+	for _, x := range []struct{ name, image string }{{TriggerName, p.Trigger.Image}, {StepsName, p.Steps.Image}} {
+		d, err := name.NewDigest(x.image)
+		if err != nil {
+			return fmt.Errorf("installing kiln: field %s.image %q: %w", x.name, x.image, err)
+		}
+		want, err := name.NewRepository(strings.TrimSuffix(reg, "/") + "/" + x.name)
+		if err != nil {
+			return fmt.Errorf("installing kiln: registry %q: %w", reg, err)
+		}
+		if d.Context().Name() != want.Name() {
+			return fmt.Errorf("installing kiln: image %s is not in registry %s: run make images REGISTRY=%s first", x.image, reg, reg)
+		}
+	}
+	return nil
 }

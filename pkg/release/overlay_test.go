@@ -2,6 +2,7 @@ package release
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,4 +164,46 @@ func TestReadPublishedRoundTripsAndRefusesTags(t *testing.T) {
 	if _, err := ReadPublished(filepath.Join(dir, "images.json")); err == nil || !strings.Contains(err.Error(), "field trigger.image") {
 		t.Errorf("ReadPublished of a tagged trigger image: %v, want an error naming trigger.image", err)
 	}
+}
+
+func TestMakeInstallRefusesImagesOfAnotherRegistry(t *testing.T) {
+	for _, tc := range []struct{ registry, want string }{
+		{"registry.example:5000/other", "is not in registry registry.example:5000/other"},
+		{"registry.example:5000", "is not in registry registry.example:5000"},
+		{"Registry.Example:5000/ME", `registry "Registry.Example:5000/ME"`},
+	} {
+		_, err := MakeInstall(t.Context(), InstallOptions{Config: filepath.Join(repoRoot(t), "config"), OverlayDir: t.TempDir(),
+			Published: testPublished, Registry: tc.registry}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("MakeInstall into %s: %v, want %q", tc.registry, err, tc.want)
+		}
+	}
+	if err := checkRegistry(testPublished, "registry.example:5000/me/"); err != nil {
+		t.Errorf("the images' own registry: %v", err)
+	}
+}
+
+// FuzzReadPublished: any images.json either fails with an error naming
+// the file or yields a valid tag and two digest references.
+func FuzzReadPublished(f *testing.F) {
+	b, _ := json.Marshal(testPublished)
+	f.Add(b)
+	f.Add([]byte(`{"tag":"v1","trigger":{"image":"x"},"steps":{"image":"y"}}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(t.TempDir(), "images.json")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadPublished(p)
+		if err != nil {
+			if !strings.Contains(err.Error(), p) {
+				t.Errorf("error %q does not name the file", err)
+			}
+			return
+		}
+		if CheckTag(got.Tag) != nil || !strings.Contains(got.Trigger.Image, "@sha256:") || !strings.Contains(got.Steps.Image, "@sha256:") {
+			t.Errorf("accepted %+v", got)
+		}
+	})
 }

@@ -11,8 +11,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+)
 
-	"github.com/kiln-dev/kiln/pkg/trigger"
+// Today's run labels, pkg/trigger's LabelRunsManagedBy, LabelFingerprint,
+// LabelPipeline and LabelGitRevision, and its ManagedBy value (a test
+// holds them equal; pkg/trigger's tests import this package through
+// test/install, so it cannot import pkg/trigger).
+const (
+	LabelRunsManagedBy = "run.kiln.dev/managed-by"
+	LabelFingerprint   = "run.kiln.dev/fingerprint"
+	LabelPipeline      = "run.kiln.dev/pipeline"
+	LabelGitRevision   = "run.kiln.dev/git-revision"
+	ManagedBy          = "kiln-trigger"
 )
 
 // Run labels of kiln v0.1.0's trigger, before run labels other than pool
@@ -21,13 +31,13 @@ import (
 // a relabel it would not see an older kiln's run still in rollout and
 // would start a second rollout of the same pool beside it.
 var legacyRunLabels = map[string]string{
-	"kiln.dev/fingerprint":  trigger.LabelFingerprint,
-	"kiln.dev/pipeline":     trigger.LabelPipeline,
-	"kiln.dev/git-revision": trigger.LabelGitRevision,
+	"kiln.dev/fingerprint":  LabelFingerprint,
+	"kiln.dev/pipeline":     LabelPipeline,
+	"kiln.dev/git-revision": LabelGitRevision,
 }
 
-// legacyManagedBy selected an older trigger's runs.
-const legacyManagedBy = trigger.LabelManagedBy
+// LegacyManagedBy selected an older trigger's runs (with value ManagedBy).
+const LegacyManagedBy = "app.kubernetes.io/managed-by"
 
 var pipelineRunGVK = schema.GroupVersionKind{Group: "tekton.dev", Version: "v1", Kind: "PipelineRunList"}
 
@@ -41,7 +51,7 @@ var pipelineRunGVK = schema.GroupVersionKind{Group: "tekton.dev", Version: "v1",
 func RelabelLegacyRuns(ctx context.Context, c client.Client, ns string) ([]string, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(pipelineRunGVK)
-	err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{legacyManagedBy: trigger.ManagedBy})
+	err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{LegacyManagedBy: ManagedBy})
 	if meta.IsNoMatchError(err) {
 		return nil, nil
 	}
@@ -51,10 +61,10 @@ func RelabelLegacyRuns(ctx context.Context, c client.Client, ns string) ([]strin
 	var done []string
 	for _, pr := range list.Items {
 		labels := pr.GetLabels()
-		if labels[trigger.LabelRunsManagedBy] != "" {
+		if labels[LabelRunsManagedBy] != "" {
 			continue
 		}
-		patch := map[string]any{trigger.LabelRunsManagedBy: trigger.ManagedBy, legacyManagedBy: nil}
+		patch := map[string]any{LabelRunsManagedBy: ManagedBy, LegacyManagedBy: nil}
 		for old, cur := range legacyRunLabels {
 			if v, ok := labels[old]; ok {
 				patch[cur], patch[old] = v, nil

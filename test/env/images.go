@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 
-	"github.com/kiln-dev/kiln/pkg/release"
+	"github.com/kiln-dev/kiln/pkg/release/build"
 )
 
 // The images a test node runs besides kiln's release images (which the
@@ -36,7 +36,7 @@ func pauseImage(t testing.TB) (string, error) {
 }
 
 // StepsImage is the kiln-steps image the e2e's pipelines run, made by
-// pkg/release as `make images` makes it: kiln-steps at /ko-app/kiln-steps
+// pkg/release/build as `make images` makes it: kiln-steps at /ko-app/kiln-steps
 // on the Debian rootfs of hack/stepsbase.sh, which has the buildah CLI
 // that image-build's buildah path and kmod-build call, run as root
 // (buildah needs it; the Tasks that call it are privileged). It returns
@@ -59,22 +59,22 @@ func StepsBase(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := release.StepsBasePath(CacheDir(), v["STEPSBASE_SUITE"], v["STEPSBASE_RECIPE"])
+	base := build.StepsBasePath(CacheDir(), v["STEPSBASE_SUITE"], v["STEPSBASE_RECIPE"])
 	if _, err := os.Stat(base); err != nil {
 		t.Fatal(&ToolError{Tool: "kiln-steps base image (hack/stepsbase.sh)", Where: base})
 	}
 	return base
 }
 
-// StepsReleaseImage is pkg/release's kiln-steps image for this machine.
+// StepsReleaseImage is pkg/release/build's kiln-steps image for this machine.
 func StepsReleaseImage(t testing.TB) v1.Image {
 	t.Helper()
 	base := StepsBase(t)
-	bin, err := release.BuildBinary(t.Context(), RepoRoot(), "./cmd/steps", t.TempDir(), release.StepsName, hostPlatform())
+	bin, err := build.BuildBinary(t.Context(), RepoRoot(), "./cmd/steps", t.TempDir(), build.StepsName, hostPlatform())
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := release.StepsImage(base, bin, hostPlatform())
+	img, err := build.StepsImage(base, bin, hostPlatform())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/kiln-dev/kiln/pkg/release"
+	"github.com/kiln-dev/kiln/pkg/release/build"
 )
 
 // hostPlatform is this machine's linux/GOARCH, which the node runs.
-func hostPlatform() release.Platform { return release.Platform{OS: "linux", Arch: runtime.GOARCH} }
+func hostPlatform() build.Platform { return build.Platform{OS: "linux", Arch: runtime.GOARCH} }
 
 // KoImage builds the main package pkg of this repository and wraps it the
-// way ko does (pkg/release.AppImage, as kiln-trigger's release image): one
+// way ko does (pkg/build.AppImage, as kiln-trigger's release image): one
 // layer holding /ko-app/<name>, that binary as the entrypoint, a non-root
 // user (config/'s Deployments set runAsNonRoot), no base image and so no
 // pulls. It writes the image as a docker tarball tagged ref, for
@@ -54,7 +54,7 @@ func writeImage(dir, ref string, img v1.Image) (string, error) {
 }
 
 func koImage(bin string) (v1.Image, error) {
-	return release.AppImage(empty.Image, bin, release.NonRootUser, hostPlatform())
+	return build.AppImage(empty.Image, bin, build.NonRootUser, hostPlatform())
 }
 
 // appendLayer adds layer on base for this machine's linux/GOARCH and lets
@@ -73,10 +73,10 @@ func appendLayer(base v1.Image, layer v1.Layer, edit func(*v1.Config)) (v1.Image
 
 // editConfig returns img with its config file changed by edit.
 func editConfig(img v1.Image, edit func(*v1.ConfigFile)) (v1.Image, error) {
-	return release.EditConfig(img, edit)
+	return build.EditConfig(img, edit)
 }
 
 // tarLayer writes headers in order, each regular file's content from data.
 func tarLayer(headers []*tar.Header, data map[string][]byte) (v1.Layer, error) {
-	return release.TarLayer(headers, data)
+	return build.TarLayer(headers, data)
 }

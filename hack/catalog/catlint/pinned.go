@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/kiln-dev/kiln/pkg/catalog"
-	"github.com/kiln-dev/kiln/pkg/release"
+	"github.com/kiln-dev/kiln/pkg/release/build"
 )
 
 // StepsImageParam is the param every kiln Task (and Pipeline) takes the
@@ -106,7 +106,7 @@ func ShellVar(file, name string) (string, error) {
 
 // StepsBase is the steps base tarball hack/stepsbase.sh caches for
 // hack/versions.sh's STEPSBASE_SUITE and STEPSBASE_RECIPE, under
-// $KILN_CACHE (default ~/.cache/kiln), as pkg/release names it.
+// $KILN_CACHE (default ~/.cache/kiln), as pkg/release/build names it.
 func StepsBase(root string) (string, error) {
 	versions := filepath.Join(root, "hack", "versions.sh")
 	suite, err := ShellVar(versions, "STEPSBASE_SUITE")
@@ -125,5 +125,5 @@ func StepsBase(root string) (string, error) {
 		}
 		cache = filepath.Join(home, ".cache", "kiln")
 	}
-	return release.StepsBasePath(cache, suite, recipe), nil
+	return build.StepsBasePath(cache, suite, recipe), nil
 }

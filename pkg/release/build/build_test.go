@@ -1,4 +1,4 @@
-package release_test
+package build_test
 
 import (
 	"runtime"
@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kiln-dev/kiln/pkg/release"
+	"github.com/kiln-dev/kiln/pkg/release/build"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -16,13 +16,13 @@ import (
 // and returns their digests.
 func buildDigests(t *testing.T) map[string]v1.Hash {
 	t.Helper()
-	imgs, _, err := release.Build(t.Context(), release.BuildOptions{Root: env.RepoRoot(), StepsBase: env.StepsBase(t),
-		Platform: release.Platform{OS: "linux", Arch: runtime.GOARCH}, WorkDir: t.TempDir()})
+	imgs, _, err := build.Build(t.Context(), build.BuildOptions{Root: env.RepoRoot(), StepsBase: env.StepsBase(t),
+		Platform: build.Platform{OS: "linux", Arch: runtime.GOARCH}, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]v1.Hash{}
-	for n, img := range map[string]v1.Image{release.TriggerName: imgs.Trigger, release.StepsName: imgs.Steps} {
+	for n, img := range map[string]v1.Image{build.TriggerName: imgs.Trigger, build.StepsName: imgs.Steps} {
 		if out[n], err = img.Digest(); err != nil {
 			t.Fatal(err)
 		}
@@ -43,8 +43,8 @@ func TestBuildTwiceFromCleanFoldersGivesTheSameDigests(t *testing.T) {
 // image is the base rootfs plus kiln-steps, run as root, with buildah's
 // chroot isolation; neither config has a creation time.
 func TestBuildImagesHaveTheReleaseConfig(t *testing.T) {
-	imgs, _, err := release.Build(t.Context(), release.BuildOptions{Root: env.RepoRoot(), StepsBase: env.StepsBase(t),
-		Platform: release.Platform{OS: "linux", Arch: "amd64"}, WorkDir: t.TempDir()})
+	imgs, _, err := build.Build(t.Context(), build.BuildOptions{Root: env.RepoRoot(), StepsBase: env.StepsBase(t),
+		Platform: build.Platform{OS: "linux", Arch: "amd64"}, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +66,10 @@ func TestBuildImagesHaveTheReleaseConfig(t *testing.T) {
 		return summary{Layers: len(ls), Entrypoint: cf.Config.Entrypoint, User: cf.Config.User, OS: cf.OS, Arch: cf.Architecture,
 			Created: !cf.Created.IsZero(), Buildah: slices.Contains(cf.Config.Env, "BUILDAH_ISOLATION=chroot")}
 	}
-	got := map[string]summary{release.TriggerName: sum(imgs.Trigger), release.StepsName: sum(imgs.Steps)}
+	got := map[string]summary{build.TriggerName: sum(imgs.Trigger), build.StepsName: sum(imgs.Steps)}
 	want := map[string]summary{
-		release.TriggerName: {Layers: 1, Entrypoint: []string{"/ko-app/kiln-trigger"}, User: "65532", OS: "linux", Arch: "amd64"},
-		release.StepsName:   {Layers: 2, Entrypoint: []string{"/ko-app/kiln-steps"}, OS: "linux", Arch: "amd64", Buildah: true},
+		build.TriggerName: {Layers: 1, Entrypoint: []string{"/ko-app/kiln-trigger"}, User: "65532", OS: "linux", Arch: "amd64"},
+		build.StepsName:   {Layers: 2, Entrypoint: []string{"/ko-app/kiln-steps"}, OS: "linux", Arch: "amd64", Buildah: true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("image configs (-want +got):\n%s", diff)

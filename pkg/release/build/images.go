@@ -1,8 +1,7 @@
-// Package release builds kiln's own images from a checkout, reproducibly,
-// pushes them through pkg/registry, signs and attests them with
-// pkg/signing, and installs config/ with their digests pinned through a
-// generated kustomize overlay (https://kubectl.docs.kubernetes.io/references/kustomize/kustomization/images/),
-// pruning what an earlier install applied and a newer one no longer has.
+// Package build makes kiln's two images from a checkout, reproducibly,
+// for pkg/release (make images, make release) and the tests' clusters
+// (test/env). It depends on go-containerregistry only, so that test/env,
+// which the tests of kiln's other packages import, can use it.
 //
 // Both images are ko-style (https://ko.build/): the binary at
 // /ko-app/<name> as the entrypoint. kiln-trigger has no base and runs as
@@ -11,7 +10,7 @@
 // buildah paths call, and runs as root. No layer or config carries a
 // timestamp, the binaries are built with -trimpath, and the base tarball
 // is used as it is, so one checkout and one base give one digest.
-package release
+package build
 
 import (
 	"archive/tar"
