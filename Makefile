@@ -18,7 +18,7 @@ BENCH ?= .
 
 BIN := bin
 
-.PHONY: all build tools run-deps generate catalog bundles release lint test e2e bench bench-image run clean help
+.PHONY: all build tools run-deps generate catalog bundles release images install lint test e2e bench bench-image run clean help
 
 all: build
 
@@ -53,14 +53,39 @@ bundles: ## push Tekton bundles to $(BUNDLE_REGISTRY)/kiln-<kind>-<name>:<versio
 	go run $(GOFLAGS_BUILD) ./hack/catalog bundles -root . -registry '$(BUNDLE_REGISTRY)' $(BUNDLES)
 
 # The kiln-steps release image, built reproducibly into an OCI layout (not
-# pushed: pushing it, e.g. `crane push _out/release/kiln-steps ...`, needs the
-# publisher's credentials and is not done here); its digest becomes the steps
-# image default of every Task and Pipeline, and catalog/ is regenerated.
+# pushed: make images pushes it, built by the same code, pkg/release); its
+# digest becomes the steps image default of every Task and Pipeline, and
+# catalog/ is regenerated.
 RELEASE_TAG ?= v0.1.0
 release: ## build kiln-steps $(RELEASE_TAG) into _out/release/kiln-steps (OCI layout) and pin its digest in tasks/, pipelines/, catalog/
 	bash hack/stepsbase.sh
 	go run $(GOFLAGS_BUILD) ./hack/catalog release -root . -tag '$(RELEASE_TAG)' -oci _out/release/kiln-steps
 	$(MAKE) catalog
+
+# kiln's own images (pkg/release), built from this checkout as make release
+# builds kiln-steps: pushed to $(REGISTRY)/kiln-trigger and
+# $(REGISTRY)/kiln-steps as $(RELEASE_TAG) with the auth file podman uses
+# ($$REGISTRY_AUTH_FILE, AUTHFILE=…), each signed with the cosign key KEY
+# (password in $$COSIGN_PASSWORD) and attested with SLSA v1 provenance.
+# IMAGES_FLAGS passes more flags (-keyless -identity-token FILE,
+# -insecure-registry HOST:PORT, -password-file FILE). The digests go to
+# _out/release/images.json and images.env.
+REGISTRY ?=
+KEY ?=
+AUTHFILE ?=
+IMAGES_FLAGS ?=
+images: ## build, push, sign and attest kiln-trigger and kiln-steps: make images REGISTRY=host/namespace KEY=cosign.key
+	@test -n '$(REGISTRY)' || { echo 'make images: set REGISTRY=host[:port]/namespace'; exit 1; }
+	bash hack/stepsbase.sh
+	go run $(GOFLAGS_BUILD) ./hack/images -registry '$(REGISTRY)' -tag '$(RELEASE_TAG)' -out _out/release \
+	  $(if $(KEY),-key '$(KEY)') $(if $(AUTHFILE),-authfile '$(AUTHFILE)') $(IMAGES_FLAGS)
+
+# config/ with the images make images pushed, pinned by digest in a
+# generated overlay (_out/install/kustomization.yaml), applied server-side
+# to $$KUBECONFIG's cluster; what the previous install applied and this one
+# lacks is deleted, and runs of an older kiln get today's labels.
+install: ## install kiln with the images make images pushed: make install REGISTRY=host/namespace
+	go run $(GOFLAGS_BUILD) ./hack/install -images _out/release/images.json -registry '$(REGISTRY)' -out _out/install
 
 # The catalog's checks need Debian's yamllint and shellcheck and a
 # kube-apiserver (make tools); make test runs them too.

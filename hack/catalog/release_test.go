@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/kiln-dev/kiln/hack/catalog/catlint"
+	"github.com/kiln-dev/kiln/pkg/release/build"
 )
 
 // fakeBase writes a small gzipped rootfs tarball, standing in for
@@ -51,19 +52,20 @@ func fakeBase(t *testing.T) string {
 
 // TestReleaseImageReproducibleAndPinned: the same base and binary give the
 // same digest; the OCI layout holds that image under its tag; pinning
-// rewrites every Task's and Pipeline's steps image default (pinned or not)
-// so that the pin check passes.
+// rewrites every Task's and Pipeline's steps image default (pinned or not),
+// the GitOps sample's too, so that the pin check passes.
 func TestReleaseImageReproducibleAndPinned(t *testing.T) {
 	base := fakeBase(t)
 	bin := filepath.Join(t.TempDir(), "kiln-steps")
 	if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	img, err := stepsImage(base, bin)
+	amd64 := build.Platform{OS: "linux", Arch: "amd64"}
+	img, err := build.StepsImage(base, bin, amd64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := stepsImage(base, bin)
+	again, err := build.StepsImage(base, bin, amd64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func TestReleaseImageReproducibleAndPinned(t *testing.T) {
 	}
 
 	root := t.TempDir()
-	for _, d := range []string{"tasks", "pipelines"} {
+	for _, d := range []string{"tasks", "pipelines", filepath.Join("config", "samples", "gitops")} {
 		copyDir(t, filepath.Join("..", "..", d), filepath.Join(root, d))
 	}
 	// Twice: an unpinned default and an already pinned one are both rewritten.
@@ -131,6 +133,13 @@ func TestReleaseImageReproducibleAndPinned(t *testing.T) {
 	}
 	if errs := catlint.CheckPinned(rs); len(errs) > 0 {
 		t.Errorf("after pinning: %v", errors.Join(errs...))
+	}
+	sample, err := os.ReadFile(filepath.Join(root, "config", "samples", "gitops", "pipeline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(sample), "\n      "+tag.String()+"@"+digest.String()+"\n") {
+		t.Errorf("the GitOps sample Pipeline's steps image default is not pinned to %s", digest)
 	}
 }
 

@@ -52,7 +52,7 @@ func (c *cluster) testCatalog(ctx context.Context) {
 		c.t.Fatalf("reading the worker pool's image: %v", err)
 	}
 	hookEnv := []string{
-		"KILN_E2E_STEPS_IMAGE=" + env.StepsRef,
+		"KILN_E2E_STEPS_IMAGE=" + c.steps,
 		"KILN_E2E_REGISTRY=" + c.reg.Host,
 		"KILN_E2E_IMAGE=" + mc.Spec.OSImageURL,
 		"KILN_E2E_DTK_IMAGE=" + c.dtk,
@@ -230,8 +230,8 @@ func (c *cluster) assertStepsImage(ctx context.Context, tr *pipelinev1.TaskRun) 
 		return
 	}
 	for _, ctr := range p.Spec.Containers {
-		if strings.HasPrefix(ctr.Name, "step-") && ctr.Image != env.StepsRef {
-			c.t.Errorf("TaskRun %s: container %s runs %s, want the e2e's kiln-steps image %s", tr.Name, ctr.Name, ctr.Image, env.StepsRef)
+		if strings.HasPrefix(ctr.Name, "step-") && ctr.Image != c.steps {
+			c.t.Errorf("TaskRun %s: container %s runs %s, want the e2e's kiln-steps image %s", tr.Name, ctr.Name, ctr.Image, c.steps)
 		}
 	}
 }

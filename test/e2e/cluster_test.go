@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,10 @@ import (
 
 	"github.com/kiln-dev/kiln/examples"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/release"
 	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/install"
@@ -59,6 +64,10 @@ type cluster struct {
 	dtk string
 	// changes are the triggering changes the scenario made, in order.
 	changes []change
+	// release is what make images pushed; steps is its kiln-steps image,
+	// which every kiln Task runs.
+	release *release.Published
+	steps   string
 }
 
 // startCluster brings up the parts in dependency order. Every part stops
@@ -74,24 +83,23 @@ func startCluster(t *testing.T) *cluster {
 	c.reg = env.StartRegistry(t, env.RegistryOptions{Addr: env.PrivateHostIP(t)})
 	c.kube = env.StartKubeWith(t, env.KubeOptions{Address: c.hostIP})
 	c.c = c.kube.Client
-	c.node = env.StartNode(t, c.kube, env.NodeOptions{})
+	// The node pulls kiln's images from the registry make images pushed
+	// them to, as a cluster pulls from a user's registry.
+	c.node = env.StartNode(t, c.kube, env.NodeOptions{PlainHTTPRegistries: []string{c.reg.Host}})
 	env.StartTekton(t, c.kube, c.node)
 	// Chains as a user configures it (README "Supply chain"): it signs and
 	// attests what the TaskRuns' results name, with its own key.
 	c.chains = env.StartChains(t, c.kube, env.ChainsOptions{Config: env.ChainsConfig()})
 	c.node.HostPathPVs(t, 24, storageClass, "2Gi")
 
-	stepsTar, stepsRef := env.StepsImage(t)
-	c.node.ImportImage(t, stepsTar)
-	triggerTar, triggerRef := env.KoImage(t, "./cmd/trigger", "kiln.local/kiln-trigger:e2e")
-	c.node.ImportImage(t, triggerTar)
+	c.makeImages(ctx)
 
 	// Everything the trigger reads exists before it starts, as on a
 	// cluster where kiln is installed last.
 	c.manifest = rewriteSample(t, c.reg.Host)
 	c.pushSampleImages(ctx)
 	c.create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kilnNS}})
-	c.configure(ctx, stepsRef)
+	c.configure(ctx)
 	c.applySample(ctx)
 	osURLs := &corev1.ConfigMap{}
 	if err := c.c.Get(ctx, client.ObjectKey{Namespace: payload.Namespace, Name: payload.OSImageURLMap}, osURLs); err != nil {
@@ -109,8 +117,33 @@ func startCluster(t *testing.T) *cluster {
 	}
 	t.Cleanup(sim.Stop)
 	c.noteChange("kiln installed")
-	c.installKiln(ctx, triggerRef)
+	c.installKiln(ctx)
 	return c
+}
+
+// releaseRepo is where the scenario's make images pushes, and releaseTag
+// its tag.
+const (
+	releaseRepo = "kiln-release"
+	releaseTag  = "e2e"
+)
+
+// makeImages does what `make images REGISTRY=<registry>/kiln-release`
+// does (pkg/release.MakeImages): both images built from this checkout,
+// pushed to the scenario's registry, signed with a release key and
+// attested.
+func (c *cluster) makeImages(ctx context.Context) {
+	keys := env.CosignKeys(c.t)
+	attest := signing.DefaultAttestOptions()
+	attest.KeyPath, attest.PasswordFile = filepath.Join(keys, "cosign.key"), filepath.Join(keys, "cosign.password")
+	p, err := release.MakeImages(ctx, release.ImagesOptions{Root: env.RepoRoot(), StepsBase: env.StepsBase(c.t),
+		Registry: c.reg.Host + "/" + releaseRepo, Tag: releaseTag, Platform: release.Platform{OS: "linux", Arch: runtime.GOARCH},
+		Remote: registry.Remote{Insecure: []string{c.reg.Host}}, Sign: attest.Input, OutDir: c.t.TempDir()}, os.Stderr)
+	if err != nil {
+		c.t.Fatalf("make images: %v", err)
+	}
+	c.release = p
+	c.steps = p.Steps.Image
 }
 
 // rewriteSample copies examples/cluster with the sample registry host
@@ -158,28 +191,33 @@ func (c *cluster) pushSampleImages(ctx context.Context) {
 	}
 }
 
-// installKiln applies config/ as `kubectl apply -k config/` would, with
-// the trigger Deployment pointed at the locally built image. The
-// PrometheusRule is left out: this cluster has no monitoring CRDs.
-func (c *cluster) installKiln(ctx context.Context, triggerRef string) {
-	objs, err := install.Render(install.ConfigDir())
+// installKiln does what `make install` does (pkg/release.MakeInstall):
+// the overlay of config/ with the pushed digests pinned, applied with
+// server-side apply. Its patches are this cluster's: the trigger reaches
+// the plain-HTTP registry and the apiserver's address (this node has no
+// kube-proxy, so the kubernetes Service's cluster IP does not route). The
+// PrometheusRule is left out by the install itself: this cluster serves
+// no monitoring API.
+func (c *cluster) installKiln(ctx context.Context) {
+	dir := c.t.TempDir()
+	patch := release.Patch{Target: release.Target("Deployment", release.TriggerName), Ops: c.triggerPatch()}
+	_, err := release.MakeInstall(ctx, release.InstallOptions{Config: install.ConfigDir(), OverlayDir: dir, Published: c.release,
+		Registry: c.reg.Host + "/" + releaseRepo, Patches: []release.Patch{patch}, Client: c.c}, os.Stderr)
+	if err != nil {
+		c.t.Fatalf("make install: %v", err)
+	}
+	objs, err := release.Render(dir)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	var keep []*unstructured.Unstructured
+	var kmod []*unstructured.Unstructured
 	for _, o := range objs {
-		switch {
-		case o.GetKind() == "PrometheusRule":
-			continue
-		case o.GetKind() == "Deployment" && o.GetName() == "kiln-trigger":
-			c.patchTriggerDeployment(o, triggerRef)
-		case kmodRBAC[o.GetName()] && o.GetNamespace() == kilnNS && (o.GetKind() == "Role" || o.GetKind() == "RoleBinding"):
-			keep = append(keep, inNamespace(o, kmodNS))
+		if kmodRBAC[o.GetName()] && o.GetNamespace() == kilnNS && (o.GetKind() == "Role" || o.GetKind() == "RoleBinding") {
+			kmod = append(kmod, inNamespace(o, kmodNS))
 		}
-		keep = append(keep, o)
 	}
-	if err := install.Apply(ctx, c.c, keep); err != nil {
-		c.t.Fatalf("installing config/: %v", err)
+	if err := install.Apply(ctx, c.c, kmod); err != nil {
+		c.t.Fatalf("copying the kmod Roles to %s: %v", kmodNS, err)
 	}
 }
 
@@ -196,25 +234,23 @@ func inNamespace(o *unstructured.Unstructured, ns string) *unstructured.Unstruct
 	return cp
 }
 
-// patchTriggerDeployment points the trigger at the local image and the
-// plain-HTTP registry, and at the apiserver's address: this node has no
-// kube-proxy, so the kubernetes Service's cluster IP does not route.
-func (c *cluster) patchTriggerDeployment(o *unstructured.Unstructured, ref string) {
-	containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-	ctr := containers[0].(map[string]any)
-	ctr["image"] = ref
-	ctr["imagePullPolicy"] = "Never"
-	args, _ := ctr["args"].([]any)
-	ctr["args"] = append(args, "--insecure-registry="+c.reg.Host, "--settle=1s")
+// triggerPatch is the JSON 6902 patch of the trigger's Deployment: the
+// plain-HTTP registry, a short settle time, and the apiserver's address.
+func (c *cluster) triggerPatch() string {
 	var env []any
 	for k, v := range c.apiserverEnv() {
 		env = append(env, map[string]any{"name": k, "value": v})
 	}
-	ctr["env"] = env
-	containers[0] = ctr
-	if err := unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers"); err != nil {
+	ops := []map[string]any{
+		{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--insecure-registry=" + c.reg.Host},
+		{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--settle=1s"},
+		{"op": "add", "path": "/spec/template/spec/containers/0/env", "value": env},
+	}
+	b, err := json.Marshal(ops)
+	if err != nil {
 		c.t.Fatal(err)
 	}
+	return string(b)
 }
 
 // apiserverEnv overrides the service environment the kubelet injects, so
@@ -227,7 +263,7 @@ func (c *cluster) apiserverEnv() map[string]string {
 // configure writes kiln-config and the Secrets its workspaces name, with
 // a cosign pair and a kernel-module signing pair made as local mode makes
 // them.
-func (c *cluster) configure(ctx context.Context, stepsRef string) {
+func (c *cluster) configure(ctx context.Context) {
 	keys, err := trigger.EnsureLocalKeys(c.t.TempDir(), "")
 	if err != nil {
 		c.t.Fatal(err)
@@ -253,9 +289,11 @@ func (c *cluster) configure(ctx context.Context, stepsRef string) {
 		fmt.Fprintf(&envYAML, "  - name: %s\n    value: %q\n", k, v)
 	}
 	cfg := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: trigger.ConfigName, Namespace: kilnNS}, Data: map[string]string{
-		"repository":  c.reg.Host + "/kiln/node-image-{pool}",
-		"timeout":     "30m",
-		"params":      fmt.Sprintf("kiln-image: %s\ndtk-image: %s\ncanary: \"1\"\nrollout-timeout: 10m\n", stepsRef, c.dtk),
+		"repository": c.reg.Host + "/kiln/node-image-{pool}",
+		"timeout":    "30m",
+		// No kiln-image: the runs use the Pipeline's default, which the
+		// install pinned to the pushed kiln-steps.
+		"params":      fmt.Sprintf("dtk-image: %s\ncanary: \"1\"\nrollout-timeout: 10m\n", c.dtk),
 		"podTemplate": "env:\n" + envYAML.String(),
 		"workspaces": "- name: work\n  volumeClaimTemplate:\n    spec:\n      storageClassName: " + storageClass +
 			"\n      accessModes: [ReadWriteOnce]\n      resources: {requests: {storage: 1Gi}}\n" +

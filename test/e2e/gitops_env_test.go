@@ -50,7 +50,7 @@ func (c *cluster) patchTriggerTemplate(o *unstructured.Unstructured) {
 	rts, _, _ := unstructured.NestedSlice(o.Object, "spec", "resourcetemplates")
 	run := &unstructured.Unstructured{Object: rts[0].(map[string]any)}
 	runParams, _, _ := unstructured.NestedSlice(run.Object, "spec", "params")
-	runParams = append(runParams, map[string]any{"name": "kiln-image", "value": env.StepsRef},
+	runParams = append(runParams, map[string]any{"name": "kiln-image", "value": c.steps},
 		map[string]any{"name": "rollout-timeout", "value": "10m"})
 	c.set(run, runParams, "spec", "params")
 	podEnv := c.apiserverEnv()
@@ -111,7 +111,7 @@ printf %s "$(params.url)" >"$(results.url.path)"
 				map[string]any{"name": "deleteExisting", "default": "true"}},
 			"workspaces": []any{map[string]any{"name": "output"}},
 			"results":    []any{map[string]any{"name": "commit"}, map[string]any{"name": "url"}},
-			"steps":      []any{map[string]any{"name": "clone", "image": env.StepsRef, "script": script}},
+			"steps":      []any{map[string]any{"name": "clone", "image": c.steps, "script": script}},
 		},
 	}}
 }

@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kiln-dev/kiln/test/env"
 )
 
 // testReproduce runs the kiln-reproduce Task, as installed from config/,
@@ -37,7 +35,7 @@ func (c *cluster) testReproduce(ctx context.Context, t *testing.T, run *pipeline
 			ServiceAccountName: "kiln-reproduce",
 			TaskRef:            &pipelinev1.TaskRef{Name: "kiln-reproduce"},
 			Params: pipelinev1.Params{
-				{Name: "kiln-image", Value: *pipelinev1.NewStructuredValues(env.StepsRef)},
+				{Name: "kiln-image", Value: *pipelinev1.NewStructuredValues(c.steps)},
 				{Name: "image", Value: *pipelinev1.NewStructuredValues(image)},
 			},
 			Workspaces: []pipelinev1.WorkspaceBinding{

@@ -13,11 +13,13 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/kiln-dev/kiln/pkg/release/build"
 )
 
-// The images a test node runs are all made here from local binaries and
-// imported into its containerd: nothing is pulled.
+// The images a test node runs besides kiln's release images (which the
+// e2e pushes with pkg/release and the node pulls from the test registry)
+// are made here from local binaries and imported into its containerd.
 const (
 	pauseRef = "kiln.local/pause:e2e"
 	// StepsRef is the kiln-steps image StepsImage makes.
@@ -33,51 +35,50 @@ func pauseImage(t testing.TB) (string, error) {
 	return writeImage(t.TempDir(), pauseRef, img)
 }
 
-// StepsImage is the kiln-steps image the e2e's pipelines run: kiln-steps
-// at /ko-app/kiln-steps on the Debian rootfs of hack/stepsbase.sh, which
-// has the buildah CLI that image-build's buildah path and kmod-build call.
-// It runs as root (buildah needs it; the Tasks that call it are
-// privileged). It returns the docker tarball and the image's tag.
+// StepsImage is the kiln-steps image the e2e's pipelines run, made by
+// pkg/release/build as `make images` makes it: kiln-steps at /ko-app/kiln-steps
+// on the Debian rootfs of hack/stepsbase.sh, which has the buildah CLI
+// that image-build's buildah path and kmod-build call, run as root
+// (buildah needs it; the Tasks that call it are privileged). It returns
+// the docker tarball and the image's tag.
 func StepsImage(t testing.TB) (tarPath, ref string) {
 	t.Helper()
-	v, err := Versions()
+	img := StepsReleaseImage(t)
+	tarPath, err := writeImage(t.TempDir(), StepsRef, img)
 	if err != nil {
-		t.Fatal(err)
-	}
-	base := filepath.Join(CacheDir(), "images", fmt.Sprintf("stepsbase-%s-r%s.tar.gz", v["STEPSBASE_SUITE"], v["STEPSBASE_RECIPE"]))
-	if _, err := os.Stat(base); err != nil {
-		t.Fatal(&ToolError{Tool: "kiln-steps base image (hack/stepsbase.sh)", Where: base})
-	}
-	layer, err := tarball.LayerFromFile(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := BuildBinary(t, "./cmd/steps")
-	renamed := filepath.Join(filepath.Dir(bin), "kiln-steps")
-	if err := os.Rename(bin, renamed); err != nil {
-		t.Fatal(err)
-	}
-	if img, err = appImage(img, renamed, ""); err != nil {
-		t.Fatal(err)
-	}
-	// buildah in a container isolates RUN steps with chroot, as the
-	// upstream buildah images do: runc inside runc needs a cgroup setup a
-	// pod does not have.
-	if img, err = withEnv(img, "BUILDAH_ISOLATION=chroot"); err != nil {
-		t.Fatal(err)
-	}
-	if tarPath, err = writeImage(t.TempDir(), StepsRef, img); err != nil {
 		t.Fatal(err)
 	}
 	return tarPath, StepsRef
 }
 
-func withEnv(img v1.Image, env ...string) (v1.Image, error) {
-	return editConfig(img, func(cf *v1.ConfigFile) { cf.Config.Env = append(cf.Config.Env, env...) })
+// StepsBase is hack/stepsbase.sh's cached tarball; a test fails naming
+// the script when it is missing.
+func StepsBase(t testing.TB) string {
+	t.Helper()
+	v, err := Versions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := build.StepsBasePath(CacheDir(), v["STEPSBASE_SUITE"], v["STEPSBASE_RECIPE"])
+	if _, err := os.Stat(base); err != nil {
+		t.Fatal(&ToolError{Tool: "kiln-steps base image (hack/stepsbase.sh)", Where: base})
+	}
+	return base
+}
+
+// StepsReleaseImage is pkg/release/build's kiln-steps image for this machine.
+func StepsReleaseImage(t testing.TB) v1.Image {
+	t.Helper()
+	base := StepsBase(t)
+	bin, err := build.BuildBinary(t.Context(), RepoRoot(), "./cmd/steps", t.TempDir(), build.StepsName, hostPlatform())
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := build.StepsImage(base, bin, hostPlatform())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }
 
 // TektonImages are the images Tekton's controller puts in TaskRun pods,

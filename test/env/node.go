@@ -48,6 +48,10 @@ type NodeOptions struct {
 	// a free 10.244.X.0/24 (clear of podman's 10.88.0.0/16), reserved for
 	// the node's life so that two nodes (two test packages) never share one.
 	PodSubnet string
+	// PlainHTTPRegistries are host:port registries the node's containerd
+	// pulls from over plain HTTP (a hosts.toml each, containerd's
+	// https://github.com/containerd/containerd/blob/main/docs/hosts.md).
+	PlainHTTPRegistries []string
 }
 
 // Node is one real Kubernetes node next to a Kube: Debian's containerd and
@@ -144,7 +148,7 @@ func (n *Node) Name() string { return n.name }
 
 func (n *Node) start(t testing.TB, o NodeOptions) error {
 	kubeconfig := n.kube.Kubeconfig(t)
-	if err := n.startContainerd(o.PodSubnet); err != nil {
+	if err := n.startContainerd(o.PodSubnet, o.PlainHTTPRegistries); err != nil {
 		return err
 	}
 	pause, err := pauseImage(t)
@@ -190,7 +194,7 @@ func (n *Node) tool(name string) (string, error) {
 	return LookTool(name)
 }
 
-func (n *Node) startContainerd(subnet string) error {
+func (n *Node) startContainerd(subnet string, plainHTTP []string) error {
 	runc, err := LookTool("runc")
 	if err != nil {
 		return err
@@ -203,6 +207,9 @@ func (n *Node) startContainerd(subnet string) error {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
 			return err
 		}
+	}
+	if err := n.registryHosts(plainHTTP); err != nil {
+		return err
 	}
 	conf := fmt.Sprintf(containerdConfig, n.dir, n.sock, pauseRef, runc, cni)
 	if err := os.WriteFile(filepath.Join(n.dir, "containerd.toml"), []byte(conf), 0o644); err != nil {
@@ -222,8 +229,28 @@ func (n *Node) startContainerd(subnet string) error {
 	})
 }
 
+// registryHosts writes certs.d/<host:port>/hosts.toml for each registry
+// reached over plain HTTP, for pulls and resolves.
+func (n *Node) registryHosts(plainHTTP []string) error {
+	for _, h := range plainHTTP {
+		if _, err := name.NewRegistry(h, name.StrictValidation); err != nil || strings.ContainsAny(h, "/\\") {
+			return fmt.Errorf("plain-HTTP registry %q: not a host[:port]", h)
+		}
+		dir := filepath.Join(n.dir, "certs.d", h)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		hosts := fmt.Sprintf("server = %[1]q\n[host.%[1]q]\n  capabilities = [\"pull\", \"resolve\"]\n", "http://"+h)
+		if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // containerdConfig: the node's own root, state and sockets; the CRI
-// sandbox image is the locally built pause; runc with cgroupfs, as the
+// sandbox image is the locally built pause; registries' hosts.toml under
+// certs.d (registryHosts); runc with cgroupfs, as the
 // kubelet's cgroupDriver. restrict_oom_score_adj keeps runc from lowering
 // OOM scores, which a VM's unprivileged cgroup setup may refuse.
 const containerdConfig = `version = 2
@@ -250,6 +277,8 @@ state = "%[1]s/containerd/state"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "%[5]s"
     conf_dir = "%[1]s/cni"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "%[1]s/certs.d"
 `
 
 // cniConfig: a bridge of the node's own name and subnet. No masquerade:

@@ -16,41 +16,22 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kiln-dev/kiln/pkg/release"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
 // ConfigDir is config/ of this checkout.
 func ConfigDir() string { return filepath.Join(env.RepoRoot(), "config") }
 
-// Render builds the kustomization in dir with kubectl's defaults (krusty's
-// MakeDefaultOptions: no plugins, load restrictor rooted at dir, so
-// ../tasks and ../pipelines must be kustomizations of their own) and
-// returns the objects in kustomize's output order.
+// Render builds the kustomization in dir as `make install` does
+// (pkg/release.Render: kubectl's defaults, no plugins, loads restricted to
+// each kustomization's root, so ../tasks and ../pipelines must be
+// kustomizations of their own) and returns the objects in kustomize's
+// output order.
 func Render(dir string) ([]*unstructured.Unstructured, error) {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
-	if err != nil {
-		return nil, fmt.Errorf("rendering kustomization %s: %w", dir, err)
-	}
-	var out []*unstructured.Unstructured
-	for _, r := range rm.Resources() {
-		// Through JSON, so that numbers are int64/float64 as the
-		// apimachinery decoders (and DeepCopy) expect.
-		b, err := r.MarshalJSON()
-		if err != nil {
-			return nil, fmt.Errorf("rendering kustomization %s: %s: %w", dir, r.CurId(), err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(b); err != nil {
-			return nil, fmt.Errorf("rendering kustomization %s: %s: %w", dir, r.CurId(), err)
-		}
-		out = append(out, u)
-	}
-	return out, nil
+	return release.Render(dir)
 }
 
 // Select returns the objects of the given kinds.

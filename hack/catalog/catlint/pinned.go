@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/kiln-dev/kiln/pkg/catalog"
+	"github.com/kiln-dev/kiln/pkg/release/build"
 )
 
 // StepsImageParam is the param every kiln Task (and Pipeline) takes the
@@ -100,4 +102,28 @@ func ShellVar(file, name string) (string, error) {
 		return "", fmt.Errorf("reading %s: %w", file, err)
 	}
 	return "", fmt.Errorf("%s: no %s=", file, name)
+}
+
+// StepsBase is the steps base tarball hack/stepsbase.sh caches for
+// hack/versions.sh's STEPSBASE_SUITE and STEPSBASE_RECIPE, under
+// $KILN_CACHE (default ~/.cache/kiln), as pkg/release/build names it.
+func StepsBase(root string) (string, error) {
+	versions := filepath.Join(root, "hack", "versions.sh")
+	suite, err := ShellVar(versions, "STEPSBASE_SUITE")
+	if err != nil {
+		return "", err
+	}
+	recipe, err := ShellVar(versions, "STEPSBASE_RECIPE")
+	if err != nil {
+		return "", err
+	}
+	cache := os.Getenv("KILN_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("locating the kiln cache: %w", err)
+		}
+		cache = filepath.Join(home, ".cache", "kiln")
+	}
+	return build.StepsBasePath(cache, suite, recipe), nil
 }

@@ -1,0 +1,185 @@
+// Package build makes kiln's two images from a checkout, reproducibly,
+// for pkg/release (make images, make release) and the tests' clusters
+// (test/env). It depends on go-containerregistry only, so that test/env,
+// which the tests of kiln's other packages import, can use it.
+//
+// Both images are ko-style (https://ko.build/): the binary at
+// /ko-app/<name> as the entrypoint. kiln-trigger has no base and runs as
+// 65532 (config/'s Deployment sets runAsNonRoot); kiln-steps is laid on
+// hack/stepsbase.sh's Debian rootfs, which has the buildah CLI the
+// buildah paths call, and runs as root. No layer or config carries a
+// timestamp, the binaries are built with -trimpath, and the base tarball
+// is used as it is, so one checkout and one base give one digest.
+package build
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// Names of kiln's images, as config/ and the Tasks name them upstream.
+const (
+	TriggerName = "kiln-trigger"
+	StepsName   = "kiln-steps"
+	// UpstreamRepository is where config/ and tasks/ name both images.
+	UpstreamRepository = "ghcr.io/kiln-dev"
+	// NonRootUser is ko's default user of a base-less image (distroless's
+	// nonroot), which config/'s runAsNonRoot accepts.
+	NonRootUser = "65532"
+)
+
+// BuildTags are kiln's build tags: the containers libraries without their
+// cgo storage drivers and with the pure-Go OpenPGP.
+const BuildTags = "containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper"
+
+// Platform is an image's os/arch.
+type Platform struct{ OS, Arch string }
+
+// ParsePlatform reads "os/arch".
+func ParsePlatform(s string) (Platform, error) {
+	osName, arch, ok := strings.Cut(s, "/")
+	if !ok || osName == "" || arch == "" || strings.Contains(arch, "/") {
+		return Platform{}, fmt.Errorf("platform %q: want os/arch, such as linux/amd64", s)
+	}
+	return Platform{OS: osName, Arch: arch}, nil
+}
+
+func (p Platform) String() string { return p.OS + "/" + p.Arch }
+
+// BuildBinary builds the main package pkg (./cmd/…) of the module at root
+// into dir/name for p: static (CGO_ENABLED=0), -trimpath, kiln's tags.
+func BuildBinary(ctx context.Context, root, pkg, dir, name string, p Platform) (string, error) {
+	if !strings.HasPrefix(pkg, "./") || strings.Contains(pkg, "..") {
+		return "", fmt.Errorf("building %q: the package must be a path below the module, ./…", pkg)
+	}
+	if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
+		return "", fmt.Errorf("building %s: binary name %q is not a file name", pkg, name)
+	}
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", BuildTags, "-o", bin, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Arch)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s: %w\n%s", pkg, err, out)
+	}
+	return bin, nil
+}
+
+// AppImage lays bin at /ko-app/<its name> on base as the entrypoint, for
+// p, run as user ("" keeps the base's: root for a rootfs). PATH starts
+// with /ko-app, as ko sets it.
+func AppImage(base v1.Image, bin, user string, p Platform) (v1.Image, error) {
+	data, err := readBinary(bin)
+	if err != nil {
+		return nil, err
+	}
+	app := "ko-app/" + filepath.Base(bin)
+	layer, err := TarLayer([]*tar.Header{
+		{Name: "ko-app/", Typeflag: tar.TypeDir, Mode: 0o755},
+		{Name: app, Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))},
+	}, map[string][]byte{app: data})
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.AppendLayers(base, layer)
+	if err != nil {
+		return nil, err
+	}
+	return EditConfig(img, func(cf *v1.ConfigFile) {
+		cf.OS, cf.Architecture = p.OS, p.Arch
+		cf.Config.Entrypoint = []string{"/" + app}
+		cf.Config.User = user
+		cf.Config.Env = []string{"PATH=/ko-app:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	})
+}
+
+// maxBinary caps a binary read into a layer: kiln-steps is about 150 MiB.
+const maxBinary = 1 << 30
+
+func readBinary(bin string) ([]byte, error) {
+	fi, err := os.Lstat(bin)
+	if err != nil {
+		return nil, fmt.Errorf("reading binary: %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxBinary {
+		return nil, fmt.Errorf("reading binary %s: must be a regular file of at most %d bytes", bin, maxBinary)
+	}
+	return os.ReadFile(bin)
+}
+
+// TriggerImage is kiln-trigger's image: bin on no base, non-root.
+func TriggerImage(bin string, p Platform) (v1.Image, error) {
+	return AppImage(empty.Image, bin, NonRootUser, p)
+}
+
+// StepsImage is kiln-steps' image: the steps base tarball (a rootfs, as
+// hack/stepsbase.sh writes it) as one layer, then bin. buildah in a pod
+// isolates RUN steps with chroot, as the upstream buildah images do: runc
+// inside runc needs a cgroup setup a pod does not have.
+func StepsImage(base, bin string, p Platform) (v1.Image, error) {
+	if fi, err := os.Lstat(base); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("reading the steps base %s (run bash hack/stepsbase.sh): not a regular file", base)
+	}
+	layer, err := tarball.LayerFromFile(base)
+	if err != nil {
+		return nil, fmt.Errorf("reading the steps base %s: %w", base, err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return nil, err
+	}
+	if img, err = AppImage(img, bin, "", p); err != nil {
+		return nil, err
+	}
+	return EditConfig(img, func(cf *v1.ConfigFile) {
+		cf.Config.Env = append(cf.Config.Env, "BUILDAH_ISOLATION=chroot")
+	})
+}
+
+// EditConfig returns img with its config file changed by edit.
+func EditConfig(img v1.Image, edit func(*v1.ConfigFile)) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	edit(cf)
+	return mutate.ConfigFile(img, cf)
+}
+
+// TarLayer writes headers in order, each regular file's content from
+// data, as a gzip layer. Headers carry no times: the layer's digest
+// depends on names, modes and contents only.
+func TarLayer(headers []*tar.Header, data map[string][]byte) (v1.Layer, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range headers {
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write(data[h.Name]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(b)), nil
+	})
+}
