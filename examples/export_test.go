@@ -4,6 +4,7 @@ package examples
 // test/nodesim (which imports this package).
 var (
 	ClusterDir              = clusterDir
+	RenderInto              = renderInto
 	Pull                    = pull
 	BuildAndSignSampleKmods = buildAndSignSampleKmods
 )
