@@ -3,6 +3,8 @@ package examples_test
 import (
 	"archive/tar"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +17,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/examples"
+	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
@@ -69,7 +72,8 @@ func TestInfraBuildahPathWithUserContentOnNode(t *testing.T) {
 	if _, err := n.Deploy(base); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.EditEtc("/etc/kiln-agent-local.conf", []byte("agent=off # set on this node\n"), 0o644); err != nil {
+	local := []byte("agent=off # set on this node\n")
+	if err := n.EditEtc("/etc/kiln-agent-local.conf", local, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	v, err := n.Upgrade(img)
@@ -99,6 +103,18 @@ func TestInfraBuildahPathWithUserContentOnNode(t *testing.T) {
 	}
 	if v.Dropped["opt"] == 0 {
 		t.Errorf("the import dropped %v, want the Containerfile's opt entries", v.Dropped)
+	}
+	// kiln's import model, given the same node, names the same losses
+	// of the Containerfile's content, each with its reason.
+	wantLost := map[string]string{
+		"/etc/kiln-agent-local.conf": nodeimport.LostLocalEtc,
+		"/opt/kiln-agent":            nodeimport.LostOmitted,
+		"/opt/kiln-agent/tool":       nodeimport.LostOmitted,
+		"/var/lib/kiln-agent":        nodeimport.LostVarUpgrade,
+		"/var/lib/kiln-agent/state":  nodeimport.LostVarUpgrade,
+	}
+	if d := cmp.Diff(wantLost, modelLosses(t, base, img, local, "kiln-agent")); d != "" {
+		t.Errorf("pkg/nodeimport's losses of the Containerfile's content (-want +got):\n%s", d)
 	}
 
 	if err := n.ApplyConfig(mc); err != nil {
@@ -185,4 +201,37 @@ func describeFile(f nodesim.File, ok bool) string {
 	default:
 		return fmt.Sprintf("%v %d:%d %q", f.Mode, f.UID, f.GID, f.Data)
 	}
+}
+
+// modelLosses runs pkg/nodeimport on the upgrade from base to img of a
+// node that wrote /etc/kiln-agent-local.conf itself, and returns the lost
+// image paths whose name contains marker, with their reasons.
+func modelLosses(t *testing.T, base, img v1.Image, local []byte, marker string) map[string]string {
+	t.Helper()
+	baseTree, _, err := nodeimport.Import(base, nodeimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, _, err := nodeimport.Import(img, nodeimport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etc := baseTree.Defaults()
+	sum := sha256.Sum256(local)
+	etc["/etc/kiln-agent-local.conf"] = nodeimport.Entry{Type: nodeimport.Regular, Mode: 0o644,
+		Digest: "sha256:" + hex.EncodeToString(sum[:]), Size: int64(len(local)), Source: "/etc/kiln-agent-local.conf"}
+	vars := map[string]nodeimport.Entry{}
+	for p, e := range baseTree.Entries {
+		if p == "/var" || strings.HasPrefix(p, "/var/") {
+			vars[p] = e
+		}
+	}
+	view := nodeimport.NodeView(tree, nodeimport.Node{Upgrade: true, Defaults: baseTree.Defaults(), Etc: etc, Var: vars})
+	lost := map[string]string{}
+	for _, l := range view.Lost {
+		if strings.Contains(l.Path, marker) {
+			lost[l.Path] = l.Reason
+		}
+	}
+	return lost
 }
