@@ -138,8 +138,13 @@ func BaseImage() (v1.Image, error) {
 		{name: "usr/lib/modules/" + KernelVersion + "/modules.builtin", data: "kernel/fs/ext4/ext4.ko\nkernel/fs/xfs/xfs.ko\n"},
 		{name: "usr/lib/modules/" + KernelVersion + "/vmlinuz", data: "kiln sample stand-in: vmlinuz of kernel " + KernelVersion + "\n"},
 		{name: "usr/lib/os-release", data: osRelease},
+		// CoreOS keeps /usr/local in /var (usr is read-only on a node);
+		// MCO's daemon writes a MachineConfig's /usr/local files there.
+		{name: "usr/local", link: "../var/usrlocal"},
 		{name: "var/"},
 		{name: "var/tmp/", mode: 0o1777},
+		{name: "var/usrlocal/"},
+		{name: "var/usrlocal/bin/"},
 	}, tools...))
 	if err != nil {
 		return nil, fmt.Errorf("building the base image: %w", err)

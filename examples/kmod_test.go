@@ -23,29 +23,13 @@ import (
 	"github.com/kiln-dev/kiln/test/env"
 )
 
-// TestKmodBuildAndSignFromSample runs the sample's day-0 module through
-// the real kmod stages: render (infra) puts the ModuleDay0 and infra's
-// rendered config (kernelType realtime) into the workspace, kmod-build runs
-// the sample's Dockerfile with buildah for the realtime kernel (a real
-// module compiled in the DTK stand-in, copied into the locally made base),
-// kmod-sign signs it and places it in /usr/lib/modules/<rt kver>/extra/
-// with modules.dep, and modinfo reads the signer from the final image.
-// The only change to the sample: containerImage points at the test's
-// registry instead of make run's 127.0.0.1:5555.
-func TestKmodBuildAndSignFromSample(t *testing.T) {
-	e := env.Start(t, env.Options{Registry: true, Buildah: true})
+// buildAndSignSampleKmods runs render (infra), kmod-build, kmod-attest
+// and kmod-sign of the sample into work, as the pipeline does, with the
+// sample's module image pointed at e's registry, and returns the results
+// folder.
+func buildAndSignSampleKmods(t *testing.T, e *env.Env, refs []string, dtk, work string) string {
+	t.Helper()
 	ctx := t.Context()
-	images, err := Images()
-	if err != nil {
-		t.Fatal(err)
-	}
-	refs, err := Push(ctx, e.Registry.Host, images)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dtk, _ := env.PushDTK(t, e.Registry.Ref("openshift/driver-toolkit:"+ReleaseVersion))
-
-	work := t.TempDir()
 	results := filepath.Join(work, "results")
 	var out, errb bytes.Buffer
 	args := []string{step.StageRender, "--pool=infra", "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results}
@@ -91,6 +75,33 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 	if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())
 	}
+	return results
+}
+
+// TestKmodBuildAndSignFromSample runs the sample's day-0 module through
+// the real kmod stages: render (infra) puts the ModuleDay0 and infra's
+// rendered config (kernelType realtime) into the workspace, kmod-build runs
+// the sample's Dockerfile with buildah for the realtime kernel (a real
+// module compiled in the DTK stand-in, copied into the locally made base),
+// kmod-sign signs it and places it in /usr/lib/modules/<rt kver>/extra/
+// with modules.dep, and modinfo reads the signer from the final image.
+// The only change to the sample: containerImage points at the test's
+// registry instead of make run's 127.0.0.1:5555.
+func TestKmodBuildAndSignFromSample(t *testing.T) {
+	e := env.Start(t, env.Options{Registry: true, Buildah: true})
+	ctx := t.Context()
+	images, err := Images()
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs, err := Push(ctx, e.Registry.Host, images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dtk, _ := env.PushDTK(t, e.Registry.Ref("openshift/driver-toolkit:"+ReleaseVersion))
+
+	work := t.TempDir()
+	results := buildAndSignSampleKmods(t, e, refs, dtk, work)
 	url, _ := os.ReadFile(filepath.Join(results, "KMOD_IMAGE_URL"))
 	digest, _ := os.ReadFile(filepath.Join(results, "KMOD_IMAGE_DIGEST"))
 	if string(url) != e.Registry.Host+"/kiln/infra-kmods" || !strings.HasPrefix(string(digest), "sha256:") {

@@ -2,6 +2,8 @@ package nodesim
 
 import (
 	"archive/tar"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,5 +103,67 @@ func TestWhiteoutsRemoveBaseFiles(t *testing.T) {
 		if strings.Contains(p, ".wh.") {
 			t.Errorf("whiteout file %s reached the node", p)
 		}
+	}
+}
+
+// TestViewExportWritesTheSubtreeInsideTheFolder exports a folder of a
+// view: its files and symlinks land at the same paths under the target,
+// entries outside the prefix are not written, and a symlinked folder
+// pointing out of the target cannot carry a file outside it.
+func TestViewExportWritesTheSubtreeInsideTheFolder(t *testing.T) {
+	outside := t.TempDir()
+	v := &View{Files: map[string]File{
+		"/usr/lib/k":          {Type: tar.TypeDir},
+		"/usr/lib/k/a.ko":     {Type: tar.TypeReg, Data: []byte("module")},
+		"/usr/lib/k/build":    {Type: tar.TypeSymlink, Link: "/usr/src/k"},
+		"/usr/lib/k/out":      {Type: tar.TypeSymlink, Link: outside},
+		"/usr/lib/k/out/evil": {Type: tar.TypeReg, Data: []byte("x")},
+		"/usr/lib/other":      {Type: tar.TypeReg, Data: []byte("not asked")},
+	}}
+	dir := t.TempDir()
+	err := v.Export("/usr/lib/k", dir)
+	if err == nil || !strings.Contains(err.Error(), "/usr/lib/k/out/evil") {
+		t.Errorf("Export through a symlink out of the folder: err %v, want one naming /usr/lib/k/out/evil", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "evil")); err == nil {
+		t.Errorf("Export wrote through a symlink outside the target folder")
+	}
+	delete(v.Files, "/usr/lib/k/out/evil")
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Export("/usr/lib/k", dir); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
+			l, err := os.Readlink(p)
+			got[rel] = "-> " + l
+			return err
+		case d.IsDir():
+			got[rel] = "dir"
+		default:
+			b, err := os.ReadFile(p)
+			got[rel] = string(b)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"usr": "dir", "usr/lib": "dir", "usr/lib/k": "dir", "usr/lib/k/a.ko": "module",
+		"usr/lib/k/build": "-> /usr/src/k", "usr/lib/k/out": "-> " + outside}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("exported tree (-want +got):\n%s", d)
 	}
 }

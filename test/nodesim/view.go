@@ -147,3 +147,36 @@ func specialBits(mode int64) fs.FileMode {
 	}
 	return m
 }
+
+// Export writes the tree's entries under prefix (an absolute folder) into
+// dir at the same paths, so host tools (modinfo -b, depmod -b) can read
+// them: folders, regular files and symlinks as the node has them, other
+// types left out. It writes through an os.Root, so no entry, not even
+// one under a symlinked folder, lands outside dir.
+func (v *View) Export(prefix, dir string) error {
+	prefix = path.Clean("/" + prefix)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("exporting %s: %w", prefix, err)
+	}
+	defer root.Close()
+	for _, p := range v.Paths(prefix) {
+		f := v.Files[p]
+		rel := strings.TrimPrefix(p, "/")
+		if err := root.MkdirAll(path.Dir(rel), 0o755); err != nil {
+			return fmt.Errorf("exporting %s: %w", p, err)
+		}
+		switch f.Type {
+		case tar.TypeDir:
+			err = root.MkdirAll(rel, 0o755)
+		case tar.TypeReg:
+			err = root.WriteFile(rel, f.Data, 0o644)
+		case tar.TypeSymlink:
+			err = root.Symlink(f.Link, rel)
+		}
+		if err != nil {
+			return fmt.Errorf("exporting %s: %w", p, err)
+		}
+	}
+	return nil
+}
