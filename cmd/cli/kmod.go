@@ -13,7 +13,7 @@ func newKmodBuildCommand(env lookupEnv) *cobra.Command {
 	return newStage(stage{
 		name:  step.StageKmodBuild,
 		short: "Build the day-0 kernel-module image (ModuleDay0 build)",
-		long: `Builds the pool's day-0 kernel-module image (KMM ModuleDay0, seed 003): the Dockerfile of
+		long: `Builds the pool's day-0 kernel-module image (KMM ModuleDay0, the day-0 proposal): the Dockerfile of
 spec.osMapping.build runs as a buildah build with OS_AUTO, DTK_AUTO, KERNEL_VERSION,
 KERNEL_FULL_VERSION and MOD_NAME; build secrets are buildah secrets read from --build-secrets-dir.
 The image is pushed (to containerImage, or to the unsigned image when kmod-sign follows); kmod-attest,
@@ -34,7 +34,7 @@ Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (unsigned when kmod-sign follows), RE
 			bindRegistry(fs, env, &o.RegistryOptions)
 			fs.StringVar(&o.OSImage, "os-image", o.OSImage, "OS_AUTO: the payload's rhel-coreos image (default: ConfigMap machine-config-osimageurl)")
 			fs.StringVar(&o.DTKImage, "dtk-image", o.DTKImage, "DTK_AUTO: the payload's driver-toolkit image (default: the driver-toolkit tag of ClusterVersion status.desired.image)")
-			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "build even when containerImage exists (seed 003 cluster upgrade; set by the trigger)")
+			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "build even when containerImage exists (a cluster upgrade to a new kernel; set by the trigger)")
 			fs.StringVar(&o.SecretsDir, "build-secrets-dir", o.SecretsDir, "folder with one sub-folder per build.secrets Secret")
 			fs.StringVar(&o.Buildah.Bin, "buildah", o.Buildah.Bin, "buildah binary")
 			bindIdentity(fs, &o.Identity)
@@ -73,7 +73,7 @@ func newKmodSignCommand(env lookupEnv) *cobra.Command {
 	return newStage(stage{
 		name:  step.StageKmodSign,
 		short: "Sign the kernel modules in the kmod image (ModuleDay0 sign)",
-		long: `Signs the day-0 kernel modules (KMM ModuleDay0 sign, seed 003) in kmod-build's image, or in
+		long: `Signs the day-0 kernel modules (KMM ModuleDay0 sign) in kmod-build's image, or in
 spec.osMapping.sign.unsignedImage when kmod-build did not run, with the module signing key and
 certificate (--module-key, --module-cert: sign.keySecret and sign.certSecret). The signed modules
 are pushed as one layer to spec.osMapping.containerImage, which is then signed and attested with
@@ -93,7 +93,7 @@ Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (signed modules), REUSE_REJECTED`,
 			fs.StringVar(&o.CertFile, "module-cert", o.CertFile, `kernel-module signing certificate (sign.certSecret, key "cert")`)
 			fs.StringVar(&o.KeyFile, "module-key", o.KeyFile, `kernel-module signing key (sign.keySecret, key "key")`)
 			fs.StringVar(&o.Hash, "hash", o.Hash, "module signature hash: sha256, sha384 or sha512")
-			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "sign even when containerImage exists (seed 003 cluster upgrade; set by the trigger)")
+			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "sign even when containerImage exists (a cluster upgrade to a new kernel; set by the trigger)")
 			bindIdentity(fs, &o.Identity)
 			bindAttest(fs, env, &o.Attest)
 		},
