@@ -105,7 +105,7 @@ func TestLinkProblems(t *testing.T) {
 		{"a missing image",
 			"![logo](logo.svg)\n", []string{`docs/page.md:1: link "logo.svg": docs/logo.svg is not in the repository`}},
 		{"a link out of the repository",
-			"[a](../../shared/notes.md)\n", []string{`docs/page.md:1: link "../../shared/notes.md" leaves the repository`}},
+			"[a](../../outside/notes.md)\n", []string{`docs/page.md:1: link "../../outside/notes.md" leaves the repository`}},
 		{"an anchor with no heading",
 			"[a](guide.md#install)\n", []string{`docs/page.md:1: link "guide.md#install": docs/guide.md has no heading #install`}},
 		{"an anchor into the file itself",
@@ -147,14 +147,15 @@ func TestSlugifyAsGitHub(t *testing.T) {
 // repository holds them whole.
 func TestReferenceProblems(t *testing.T) {
 	design := "DESIGN"
+	seed := "seed"
 	shared := ".." + "/shared/"
 	for _, tc := range []struct {
 		name, content string
 		want          []string
 	}{
-		{"a numbered design document", "// as " + "seed" + " 003 says\n", []string{`f.go:1: "seed 003"`}},
-		{"the plural, upper case", "SEEDS" + " 001 and 004\n", []string{`f.go:1: "SEEDS 001"`}},
-		{"no space", "see " + "seed" + "002\n", []string{`f.go:1: "seed002"`}},
+		{"a numbered design document", "// as " + seed + " 003 says\n", []string{`f.go:1: "` + seed + ` 003"`}},
+		{"the plural, upper case", "SEEDS" + " 001 and 004\n", []string{`f.go:1: "SEEDS` + ` 001"`}},
+		{"no space", "see " + seed + "002\n", []string{`f.go:1: "` + seed + `002"`}},
 		{"a section sign", "ok\n(" + design + " §7)\n", []string{`f.go:2: "` + design + ` §"`}},
 		{"the file", "read " + design + ".md\n", []string{`f.go:1: "` + design + `.md"`}},
 		{"a path out of the repository", "see " + shared + "x\n", []string{`f.go:1: "` + shared + `"`}},
