@@ -29,6 +29,7 @@ require (
 	github.com/spf13/pflag v1.0.10
 	github.com/tektoncd/pipeline v1.10.0
 	github.com/vincent-petithory/dataurl v1.0.0
+	github.com/yuin/goldmark v1.7.13
 	go.podman.io/image/v5 v5.38.0
 	go.uber.org/zap v1.27.1
 	go.yaml.in/yaml/v3 v3.0.4

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make run: kiln's embedded default on examples/cluster (DESIGN §7).
+# make run: local mode on examples/cluster (docs/local-mode.md).
 # Starts Debian's docker-registry on 127.0.0.1:5555 (the address the
 # sample's manifests name) with its storage under the output folder, pushes
 # the sample's locally made images (hack/examplebase, no pulls), then runs

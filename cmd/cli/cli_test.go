@@ -3,11 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,7 +21,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
-var update = flag.Bool("update", false, "rewrite README's command line section")
+var update = flag.Bool("update", false, "rewrite docs/cli/, the command reference")
 
 type run struct {
 	code     int
@@ -222,27 +225,87 @@ func TestDigestCheckedBeforeNetwork(t *testing.T) {
 	}
 }
 
-// README's "Command line" section is the generated one; -update rewrites it.
-func TestREADMECommandLine(t *testing.T) {
-	path := filepath.Join("..", "..", "README.md")
+// docs/cli/ is what the commands produce: a changed help text, flag or
+// command fails here, naming the page and the command that regenerates it;
+// -update rewrites the folder.
+func TestDocsCLICurrent(t *testing.T) {
+	dir := filepath.Join("..", "..", filepath.FromSlash(DocsDir))
 	if *update {
-		if err := UpdateREADME(path); err != nil {
+		if err := WriteDocs(dir); err != nil {
 			t.Fatal(err)
 		}
 	}
-	b, err := os.ReadFile(path)
+	stale, err := StaleDocs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := section(string(b))
+	for _, name := range stale {
+		t.Errorf("%s/%s differs from what the commands produce (missing, changed or no longer a command); run %s", DocsDir, name, GenCommand)
+	}
+}
+
+// The index links every command's page and carries the exit-code table;
+// each page shows its command's flags.
+func TestDocsIndexAndPages(t *testing.T) {
+	pages := Docs()
+	idx := pages[IndexFile]
+	if !strings.Contains(idx, step.ExitCodesMarkdown()) {
+		t.Error("the index lacks the exit-code table")
+	}
+	for _, want := range []string{"kiln-steps.md", "kiln-steps_render.md", "kiln-steps_rollout.md", "kiln-steps_verify.md"} {
+		if _, ok := pages[want]; !ok {
+			t.Errorf("no page %s", want)
+		}
+	}
+	for name, body := range pages {
+		if name == IndexFile {
+			continue
+		}
+		if !strings.Contains(idx, "]("+name+")") {
+			t.Errorf("the index does not link %s", name)
+		}
+		if !strings.Contains(body, "]("+IndexFile+")") {
+			t.Errorf("%s does not link back to the index", name)
+		}
+	}
+	if render := pages["kiln-steps_render.md"]; !strings.Contains(render, "--pool") || !strings.Contains(render, "# `kiln-steps render`") {
+		t.Errorf("kiln-steps_render.md lacks its title or flags:\n%s", render)
+	}
+}
+
+// WriteDocs removes pages of commands that no longer exist and rewrites
+// edited ones, and leaves files other than pages alone.
+func TestWriteDocsRemovesStalePages(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"kiln-steps_gone.md":   "# a removed command\n",
+		"kiln-steps_render.md": "edited by hand\n",
+		"notes.txt":            "not a page\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale, err := StaleDocs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := Markdown(); got != want {
-		t.Errorf("README's command line section is stale; run go run ./cmd/cli/gen (or go test ./cmd/cli -run README -update)")
+	for _, want := range []string{"kiln-steps_gone.md", "kiln-steps_render.md", IndexFile} {
+		if !slices.Contains(stale, want) {
+			t.Errorf("StaleDocs = %q, want it to name %s", stale, want)
+		}
 	}
-	if !strings.Contains(got, step.ExitCodesMarkdown()) {
-		t.Error("README lacks the exit-code table")
+	if err := WriteDocs(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kiln-steps_gone.md")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the removed command's page is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Errorf("a file other than a page was touched: %v", err)
+	}
+	if stale, err := StaleDocs(dir); err != nil || len(stale) != 0 {
+		t.Errorf("after WriteDocs: stale %q, err %v", stale, err)
 	}
 }
 

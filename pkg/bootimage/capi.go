@@ -19,7 +19,7 @@ import (
 // that spec.template.spec.infrastructureRef names. Templates are immutable
 // by contract, so kiln clones the template under a content-hash name with
 // the new boot image, points the MachineSet at the clone and deletes the old
-// template once no MachineSet or MachineDeployment refers to it (seed 000,
+// template once no MachineSet or MachineDeployment refers to it (the boot image enhancement,
 // "Cluster API backed machinesets"). MCO has no Cluster API path; this is
 // beyond MCO. CAPI and provider objects are handled as unstructured objects
 // so that kiln does not import the cluster-api modules (their CRDs come from

@@ -19,7 +19,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
-// Result names (DESIGN §3).
+// Result names (docs/architecture.md lists every stage's results).
 const (
 	ResultPatched = "MACHINESETS_PATCHED"
 	ResultSkipped = "MACHINESETS_SKIPPED"

@@ -12,7 +12,7 @@ import (
 )
 
 // ConditionUpgradeable is set False on MachineConfiguration when the
-// cluster's boot images are older than the skew limit (seed 000,
+// cluster's boot images are older than the skew limit (the boot image enhancement,
 // "Enforcement of bootimage skew"). MCO sets Upgradeable on its
 // ClusterOperator; kiln has none, so the condition lives next to the boot
 // image conditions and carries the same remediation.

@@ -38,7 +38,7 @@ var SampleSecrets = map[string]string{
 	"public-key": "kiln-public-key",
 }
 
-// workName is the workspace every kiln stage shares (DESIGN §3 layout).
+// workName is the workspace every kiln stage shares (docs/architecture.md, "The work workspace").
 const workName = "work"
 
 // SampleFile is the sample's path in the resource directory.

@@ -14,7 +14,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 )
 
-// applyImages implements seed 003's "Modifying day-0 kmods": when the
+// applyImages implements the KMM day-0 proposal's "Modifying day-0 kmods": when the
 // nodes of a ModuleDay0's pool do not all report osMapping.literal as
 // their OS, the kmm-managed MachineConfig's osImageURL becomes
 // osMapping.containerImage — but only once that image exists, so a node is

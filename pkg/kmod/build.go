@@ -23,12 +23,12 @@ import (
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
-// DockerfileKey is the ConfigMap key holding the Dockerfile (seed 003).
+// DockerfileKey is the ConfigMap key holding the Dockerfile (the day-0 proposal).
 const DockerfileKey = "dockerfile"
 
 // BuildOptions are the flags of `kiln-steps kmod-build`.
 //
-// Differences from KMM (which only has the day-0 proposal, seed 003):
+// Differences from KMM (which only has the day-0 proposal):
 //   - DTK_AUTO is the driver-toolkit tag of the release image the
 //     ClusterVersion names (pkg/payload.ReleaseImages), or --dtk-image; KMM
 //     reads the cluster's driver-toolkit ImageStream, which the same
@@ -56,7 +56,7 @@ type BuildOptions struct {
 	// Dockerfile uses DTK_AUTO, from the release image of ClusterVersion
 	// status.desired.image.
 	OSImage, DTKImage string
-	// Rebuild builds even when containerImage exists (seed 003 upgrade).
+	// Rebuild builds even when containerImage exists (the day-0 proposal's "Cluster upgrade").
 	Rebuild bool
 	// SecretsDir holds one folder per build secret (a mounted Secret).
 	SecretsDir string
@@ -147,7 +147,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if o.Rebuild {
 		p.Printf("ModuleDay0 %s/%s: cluster upgrade: %s", md.Namespace, md.Name, plan.Reason)
 	} else {
-		// Seed 003 builds only when containerImage does not exist. kiln
+		// The day-0 proposal builds only when containerImage does not exist. kiln
 		// reuses the image only when it can prove it built it from these
 		// very inputs: an attestation, signed by kiln's identity, over the
 		// digest at the build target (containerImage, or the unsigned image

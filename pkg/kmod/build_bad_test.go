@@ -71,7 +71,7 @@ func TestKmodBadInputs(t *testing.T) {
 				writeFile(t, filepath.Join(f.manifests, "dockerfile.yaml"), configMapYAML("kmm-kmod-dockerfile", "dockerfile", "ARG DTK_AUTO\nFROM ${DTK_AUTO}\nRUN make\n"))
 			},
 			want: func(*fixture) string {
-				return md + "the Dockerfile uses DTK_AUTO without OS_AUTO; the payload's driver toolkit only matches the payload's OS (seed 003)"
+				return md + "the Dockerfile uses DTK_AUTO without OS_AUTO; the payload's driver toolkit only matches the payload's OS (the KMM day-0 proposal)"
 			},
 		},
 		{

@@ -35,7 +35,7 @@ import (
 
 const buildSecretValue = "kiln-build-token-3f9a1c"
 
-// seedDockerfile has the shape of seed 003's: compile in the driver
+// seedDockerfile has the shape of the KMM day-0 proposal's: compile in the driver
 // toolkit, copy the .ko into the OS image under /opt/lib/modules and run
 // depmod (busybox's, in the test OS image). The RUN with the build secret
 // proves it is readable during the build.
@@ -230,7 +230,7 @@ func (f *fixture) image(t *testing.T) string {
 	return f.result(t, "KMOD_IMAGE_URL") + "@" + f.result(t, "KMOD_IMAGE_DIGEST")
 }
 
-// TestKmodBuildSignCompose is the seed 003 day-0 story with real parts:
+// TestKmodBuildSignCompose is the KMM day-0 proposal's story with real parts:
 // buildah compiles a real module in the driver-toolkit stand-in against its
 // kernel headers, copies it into the test OS image and pushes; kmod-sign
 // signs it with kiln's Go signer and places it in

@@ -18,7 +18,7 @@ import (
 
 // needsDTK: DTK_AUTO is read from the release only when the Dockerfile
 // uses it together with OS_AUTO. DTK_AUTO alone is refused by BuildArgs
-// (seed 003), and that error must not hide behind a registry call.
+// (the day-0 proposal), and that error must not hide behind a registry call.
 func needsDTK(dockerfile string) bool {
 	args := DockerfileArgs(dockerfile)
 	return slices.Contains(args, ArgDTKAuto) && slices.Contains(args, ArgOSAuto)

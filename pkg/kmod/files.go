@@ -10,7 +10,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 )
 
-// KernelVersionVar is the placeholder seed 003 allows in filesToSign.
+// KernelVersionVar is the placeholder the day-0 proposal allows in filesToSign.
 const KernelVersionVar = kmmv1beta1.KernelVersionVar
 
 // ExpandFilesToSign resolves a ModuleDay0's spec.osMapping.sign.filesToSign

@@ -18,7 +18,7 @@ type Facts struct {
 	// UnsignedExists: sign.unsignedImage is in its registry.
 	UnsignedExists bool
 	// Rebuild: the cluster is moving to a new y-stream and the ModuleDay0
-	// has clusterUpgradeTriggerNodeUpgrade (seed 003 "Cluster upgrade"),
+	// has clusterUpgradeTriggerNodeUpgrade (the day-0 proposal's "Cluster upgrade"),
 	// so an existing image, built for the old kernel, is made again.
 	Rebuild bool
 }
@@ -35,7 +35,7 @@ type Plan struct {
 	Reason     string
 }
 
-// Decide applies seed 003's trigger rules.
+// Decide applies the day-0 proposal's trigger rules.
 //
 // Build runs only when all hold: the image differs from the MC's
 // osImageURL, the image does not exist, and a build section is present.
@@ -46,7 +46,7 @@ type Plan struct {
 // reference with "-unsigned" appended to the tag (KMM's convention).
 //
 // The kmod steps call Decide with neither ImageExists nor MCOSImageURL:
-// seed 003's "the image exists" is a claim anyone with push access can
+// the day-0 proposal's "the image exists" is a claim anyone with push access can
 // make, so they replace it with a proof (kiln's attestation for the
 // current inputs, and for kmod-sign each module's signer) of what sits at
 // the target, and reuse it only then (BuildOptions.Run, SignOptions.Run).
@@ -95,7 +95,7 @@ func unsignedRef(ref string) string {
 	return ref + ":unsigned"
 }
 
-// Build arguments kiln passes (seed 003, KMM's names).
+// Build arguments kiln passes (KMM's names, from the day-0 proposal).
 const (
 	ArgOSAuto            = "OS_AUTO"
 	ArgDTKAuto           = "DTK_AUTO"
@@ -133,14 +133,14 @@ func DockerfileArgs(dockerfile string) []string {
 
 // BuildArgs returns the build arguments for a ModuleDay0's Dockerfile.
 // DTK_AUTO is refused without OS_AUTO: the payload's driver toolkit
-// matches the payload's kernel, not the nodes' (seed 003).
+// matches the payload's kernel, not the nodes' (the day-0 proposal).
 func BuildArgs(md *kmmv1beta1.ModuleDay0, dockerfile string, p Payload, kernelFullVersion string) (map[string]string, error) {
 	used := map[string]bool{}
 	for _, a := range DockerfileArgs(dockerfile) {
 		used[a] = true
 	}
 	if used[ArgDTKAuto] && !used[ArgOSAuto] {
-		return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s without %s; the payload's driver toolkit only matches the payload's OS (seed 003)", md.Namespace, md.Name, ArgDTKAuto, ArgOSAuto)
+		return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s without %s; the payload's driver toolkit only matches the payload's OS (the KMM day-0 proposal)", md.Namespace, md.Name, ArgDTKAuto, ArgOSAuto)
 	}
 	args := map[string]string{ArgModName: md.Name}
 	if used[ArgOSAuto] {

@@ -34,7 +34,7 @@ type SignOptions struct {
 	// sign.keySecret (KMM's keys "cert" and "key").
 	CertFile, KeyFile string
 	Hash              string
-	// Rebuild signs even when containerImage exists (seed 003 upgrade).
+	// Rebuild signs even when containerImage exists (the day-0 proposal's "Cluster upgrade").
 	Rebuild bool
 	// Identity proves reuse; Attest signs and attests what is pushed.
 	Identity step.IdentityOptions
@@ -130,7 +130,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	var reuse Reuse
 	if !o.Rebuild {
-		// Seed 003 signs only when containerImage does not exist. kiln
+		// The day-0 proposal signs only when containerImage does not exist. kiln
 		// reuses it only when it proves it signed it: kiln's attestation
 		// for these inputs (this unsigned digest, this certificate) AND
 		// every filesToSign module in it signed by the current

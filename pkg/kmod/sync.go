@@ -27,7 +27,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 )
 
-// Labels of seed 003 and kiln's bookkeeping.
+// Labels of the day-0 proposal and kiln's bookkeeping.
 const (
 	// KMMManagedLabel on a MachineConfig hands its day-0 kmods to kiln.
 	KMMManagedLabel = "machineconfiguration.openshift.io/kmm-managed"
@@ -47,12 +47,12 @@ const (
 	ReasonNodesBehind = "NodesNotOnImage"
 )
 
-// ImageChecker reports whether an image exists in its registry; seed 003
-// modifies a node only once the image exists.
+// ImageChecker reports whether an image exists in its registry; the day-0
+// proposal modifies a node only once the image exists.
 type ImageChecker func(ctx context.Context, ref string) (bool, error)
 
 // Sync keeps ModuleDay0 objects in step with kmm-managed MachineConfigs
-// (seed 003 "Setting up the integration") and applies a ModuleDay0's image
+// (the day-0 proposal's "Setting up the integration") and applies a ModuleDay0's image
 // to its pool's MachineConfig when the nodes do not run its OS ("Modifying
 // day-0 kmods"). cmd/trigger registers it with its manager.
 type Sync struct {
@@ -161,7 +161,7 @@ func (s *Sync) load(ctx context.Context) (*state, error) {
 
 // syncModules creates a ModuleDay0 for each kmm-managed MC and deletes the
 // ModuleDay0 of an MC that lost the label (or is gone). An existing
-// ModuleDay0's spec is the user's from then on (seed 003) and is not
+// ModuleDay0's spec is the user's from then on (the day-0 proposal) and is not
 // overwritten.
 func (s *Sync) syncModules(ctx context.Context, st *state) error {
 	managed := map[string]*mcfgv1.MachineConfig{}
@@ -201,7 +201,7 @@ func (s *Sync) syncModules(ctx context.Context, st *state) error {
 	return errors.Join(errs...)
 }
 
-// moduleFor builds the ModuleDay0 seed 003 derives from an MC.
+// moduleFor builds the ModuleDay0 the day-0 proposal derives from an MC.
 func moduleFor(mc *mcfgv1.MachineConfig, ns string) (*kmmv1beta1.ModuleDay0, error) {
 	role := mc.Labels[roleLabel]
 	switch {
@@ -239,7 +239,7 @@ func poolsOf(md *kmmv1beta1.ModuleDay0, pools []mcfgv1.MachineConfigPool) []*mcf
 }
 
 // markConflicts refuses every ModuleDay0 that shares a pool with another
-// (seed 003: no more than one per pool), with a condition and an event
+// (the day-0 proposal: no more than one per pool), with a condition and an event
 // naming both, and marks the others Synced.
 func (s *Sync) markConflicts(ctx context.Context, st *state) error {
 	byPool := map[string][]string{}
@@ -261,7 +261,7 @@ func (s *Sync) markConflicts(ctx context.Context, st *state) error {
 			if names := byPool[p.Name]; len(names) > 1 {
 				sort.Strings(names)
 				cond = metav1.Condition{Type: kmmv1beta1.ConditionSynced, Status: metav1.ConditionFalse, Reason: ReasonConflict,
-					Message: fmt.Sprintf("ModuleDay0s %s all select MachineConfigPool %s; seed 003 allows one per pool: remove all but one", strings.Join(names, ", "), p.Name)}
+					Message: fmt.Sprintf("ModuleDay0s %s all select MachineConfigPool %s; the KMM day-0 proposal allows one per pool: remove all but one", strings.Join(names, ", "), p.Name)}
 				if s.Recorder != nil && !conditionIs(md, cond) {
 					s.Recorder.Event(md, corev1.EventTypeWarning, ReasonConflict, cond.Message)
 				}

@@ -32,7 +32,7 @@ const (
 )
 
 // TestSync runs the ModuleDay0 sync in a controller-runtime manager against
-// the real apiserver and registry, through seed 003's scenarios in order.
+// the real apiserver and registry, through the KMM day-0 proposal's scenarios in order.
 func TestSync(t *testing.T) {
 	e := env.Start(t, env.Options{Kube: true, Registry: true})
 	c := e.Kube.Client
@@ -85,7 +85,7 @@ func TestSync(t *testing.T) {
 			},
 		}
 		mustCreate(t, c, other)
-		want := "ModuleDay0s 99-worker-day0-image, a-second-one all select MachineConfigPool worker; seed 003 allows one per pool: remove all but one"
+		want := "ModuleDay0s 99-worker-day0-image, a-second-one all select MachineConfigPool worker; the KMM day-0 proposal allows one per pool: remove all but one"
 		for _, k := range []client.ObjectKey{key, client.ObjectKeyFromObject(other)} {
 			eventually(t, "conflict on "+k.Name, func() bool {
 				got := &kmmv1beta1.ModuleDay0{}

@@ -8,7 +8,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 )
 
-// UpgradeFacts are what seed 003's "Cluster upgrade" compares.
+// UpgradeFacts are what the KMM day-0 proposal's "Cluster upgrade" compares.
 type UpgradeFacts struct {
 	// ClusterVersion is ClusterVersion status.desired.version, e.g. 4.15.2.
 	ClusterVersion string
@@ -27,12 +27,12 @@ var (
 	ocpY      = regexp.MustCompile(`^4\.(\d+)\.`)
 )
 
-// NeedsUpgradeRebuild implements seed 003's "Cluster upgrade": with
+// NeedsUpgradeRebuild implements the day-0 proposal's "Cluster upgrade": with
 // clusterUpgradeTriggerNodeUpgrade, a y-stream difference between the
 // cluster's desired version and a node's OS asks for a rebuild on the new
 // OS_AUTO/DTK_AUTO. Nodes on RHCOS 4.19+ report a RHEL version, which says
 // nothing of the OpenShift y-stream; for them the RHEL major.minor is
-// compared with the payload OS's. The seed predates that change.
+// compared with the payload OS's. The proposal predates that change.
 func NeedsUpgradeRebuild(md *kmmv1beta1.ModuleDay0, f UpgradeFacts) (bool, string, error) {
 	if !md.Spec.OSMapping.ClusterUpgradeTriggerNodeUpgrade {
 		return false, "clusterUpgradeTriggerNodeUpgrade is false", nil

@@ -25,7 +25,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
-// Labels and annotations kiln puts on every image (DESIGN §5).
+// Labels and annotations kiln puts on every image.
 const (
 	LabelFingerprint    = "kiln.dev/fingerprint"
 	LabelRenderedConfig = "kiln.dev/rendered-config"

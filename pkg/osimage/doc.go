@@ -1,4 +1,5 @@
-// Package osimage builds the layered OS image (DESIGN §5, seed 001).
+// Package osimage builds the layered OS image (the CoreOS layering
+// enhancement, https://github.com/openshift/enhancements/blob/master/enhancements/ocp-coreos-layering/ocp-coreos-layering.md).
 //
 // The fast path (Build) turns the rendered MachineConfig into one
 // deterministic tar layer — Ignition files (data: URLs decoded, gunzipped,

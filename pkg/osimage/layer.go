@@ -313,7 +313,7 @@ func (c *content) write(w io.Writer) error {
 // content as the node's Ignition would (pkg/ignres), charging lim: a bomb
 // is refused once it passes what is left. Only the size is kept; the layer
 // inflates the content again as it writes it. Remote sources were embedded
-// by render (DESIGN §4), so any other scheme here is an error.
+// by render (pkg/render), so any other scheme here is an error.
 func decodeContents(r igntypes.Resource, lim *ignres.Limit) (*content, error) {
 	if r.Source == nil {
 		return &content{raw: []byte{}}, nil

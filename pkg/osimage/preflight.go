@@ -14,7 +14,7 @@ import (
 const VersionLabel = "org.opencontainers.image.version"
 
 // Preflight checks a custom base (an osImageURL override or a ModuleDay0
-// image) against the payload's base, as seed 001 asks: every layer of the
+// image) against the payload's base, as the CoreOS layering enhancement asks: every layer of the
 // payload base is present in the custom base, in order, as its first
 // layers; and the OS version labels agree. Only manifests and configs are
 // read. A failure is an error, never a warning: MCO's phase-1 check only

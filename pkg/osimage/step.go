@@ -156,7 +156,7 @@ func writeBuildResults(results *step.Results, res *BuildResult) error {
 }
 
 // kmodBase makes this run's kmod image, when the kmod stages left one in
-// the workspace, the base of the layered image (DESIGN §3), with the given
+// the workspace, the base of the layered image, with the given
 // --base (the payload's) as the preflight reference.
 func (o *BuildOptions) kmodBase(ws step.Workspace, p *step.Progress) error {
 	k, ok, err := checkKmodDigests(ws, o.KmodDigests)

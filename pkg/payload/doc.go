@@ -6,6 +6,5 @@
 // tags to digests through the registry (go-containerregistry).
 //
 // Render records references as given and never calls Resolve or
-// ReleaseImages; the image and kmod stages do. DESIGN §2 and §4 define the
-// contract.
+// ReleaseImages; the image and kmod stages do (docs/architecture.md).
 package payload

@@ -96,7 +96,7 @@ func CheckKilnTask(t *tektonv1.Task) error {
 	}
 	for _, want := range ContractResults[strings.TrimPrefix(t.Name, "kiln-")] {
 		if !declared[want] {
-			problems = append(problems, fmt.Sprintf("result %s of DESIGN §3 is not declared", want))
+			problems = append(problems, fmt.Sprintf("result %s that kiln-steps writes is not declared", want))
 		}
 	}
 	for _, check := range []func(*tektonv1.Task) error{CheckIsolatedWorkspaces, CheckKeysIsolated} {

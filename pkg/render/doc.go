@@ -1,5 +1,7 @@
 // Package render renders a pool's MachineConfigs exactly as the Machine
-// Config Operator does (DESIGN §4): selection by machineConfigSelector,
+// Config Operator does (MCO's docs/MachineConfiguration.md,
+// https://github.com/openshift/machine-config-operator/blob/master/docs/MachineConfiguration.md):
+// selection by machineConfigSelector,
 // worker-role MCs first then the rest (each by name), Ignition 3.5
 // parse-and-convert (spec 2 through MCO's duplicate removal and
 // ign-converter), Ignition's merge with MCO's compression and overwrite
@@ -25,7 +27,7 @@
 //   - Extensions are checked against the allowlist for every MC; MCO skips
 //     the check for an MC without an Ignition config
 //     (TestDeliberateDifferencesFromMCO).
-//   - Remote sources (seed 002): http(s) file contents, file appends and TLS
+//   - Remote sources: http(s) file contents, file appends and TLS
 //     CAs are fetched, checked against verification.hash and embedded as
 //     data: URLs (gzip when smaller, compression set, httpHeaders dropped;
 //     verification.hash kept, as it covers the decompressed content, which

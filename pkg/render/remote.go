@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Fetcher fetches remote sources for snapshots (seed 002). MCO leaves remote
+// Fetcher fetches remote sources for snapshots. MCO leaves remote
 // sources in the rendered config and lets Ignition fetch them at first boot;
 // kiln embeds them so every node gets the same bytes, also on day 2.
 type Fetcher struct {

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// ParentPhases are the columns of `oc get machineconfignodes` (seed 004),
+// ParentPhases are the columns of `oc get machineconfignodes` (the MachineConfigNode enhancement),
 // in update order.
 var ParentPhases = []string{
 	string(mcfgv1.MachineConfigNodeUpdated),

@@ -368,7 +368,7 @@ func (r *roller) poolUpdated(rendered string) condition {
 			conditionTrue(p, mcfgv1.MachineConfigPoolUpdated)
 		// The pool counts a node once MCO marks it Done; its
 		// MachineConfigNode says Updated a moment later, and that is the
-		// end of seed 004's cycle.
+		// end of the MachineConfigNode update cycle.
 		return poolDone && len(v.tracker.Nodes()) == int(p.Status.MachineCount) &&
 			allUpdated(v, nodeNames(v), rendered), nil
 	}

@@ -23,7 +23,7 @@ const (
 )
 
 // Workspace is the fixed layout of the "work" workspace shared by every task
-// of a run (DESIGN §3). Large data moves through it; small facts through
+// of a run (docs/architecture.md, "The work workspace"). Large data moves through it; small facts through
 // results.
 type Workspace struct {
 	Root string

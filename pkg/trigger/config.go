@@ -45,7 +45,7 @@ type Config struct {
 	// Workspaces are bound on every run: work, signing-key, public-key, …
 	Workspaces []pipelinev1.WorkspaceBinding
 	// BootImagePools are the pools whose run ends with the bootimages
-	// stage (DESIGN §1: worker-role pools by default).
+	// stage (worker-role pools by default).
 	BootImagePools []string
 	// Timeout bounds a whole run.
 	Timeout time.Duration

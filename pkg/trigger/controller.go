@@ -32,14 +32,14 @@ import (
 // Labels on MachineConfigPools.
 const (
 	// LabelEnabled opts a pool in; removing it reverts the pool to the
-	// payload's OS (seed 001 "Reverting to Standard OS").
+	// payload's OS (the CoreOS layering enhancement's "Reverting to Standard OS").
 	LabelEnabled = "kiln.dev/enabled"
 	// LabelWave orders pools: a pool of a higher wave starts only after
 	// every enabled pool of a lower wave succeeded on the same payload.
 	LabelWave = "kiln.dev/wave"
 )
 
-// BootImagesConfigMap is the payload's boot image stream (seed 000).
+// BootImagesConfigMap is the payload's boot image stream (the boot image enhancement).
 const BootImagesConfigMap = "coreos-bootimages"
 
 // poolWorkers is how many pools reconcile at once.
@@ -57,8 +57,8 @@ type Controller struct {
 	// Resolve pins a payload image tag by digest; references that carry a
 	// digest are used as they are.
 	Resolve func(ctx context.Context, ref string) (string, error)
-	// OSVersion reads the payload OS image's version label, for seed 003's
-	// upgrade rebuild; nil disables that check.
+	// OSVersion reads the payload OS image's version label, for the KMM day-0
+	// proposal's upgrade rebuild; nil disables that check.
 	OSVersion func(ctx context.Context, ref string) (string, error)
 	// Settle and MaxSettle coalesce bursts of edits (see settler).
 	Settle, MaxSettle time.Duration

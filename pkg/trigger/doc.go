@@ -1,5 +1,5 @@
 // Package trigger is kiln's front door: a controller that starts exactly
-// one right PipelineRun per affected MachineConfigPool (DESIGN §1, §7).
+// one right PipelineRun per affected MachineConfigPool (docs/trigger.md).
 //
 // Per pool it computes a fingerprint of what the pool's image is made of:
 // the specs of the MachineConfigs the pool selects (kiln's own
@@ -33,8 +33,8 @@
 //
 // Pools opt in with kiln.dev/enabled=true. Without it, unstarted runs are
 // cancelled and, once no run is in rollout, 99-kiln-<pool>-os-image is
-// deleted so MCO renders the pool back to the payload's OS: seed 001's
-// "Reverting to Standard OS", which seed 001 gives as a command on a
+// deleted so MCO renders the pool back to the payload's OS: the CoreOS layering enhancement's
+// "Reverting to Standard OS" (https://github.com/openshift/enhancements/blob/master/enhancements/ocp-coreos-layering/ocp-coreos-layering.md), which it gives as a command on a
 // custom-build object and kiln does through the opt-in label. Pools may
 // carry kiln.dev/wave=N: a pool starts a run only when every enabled pool
 // of a lower wave has a succeeded run on the same payload. Both labels are
@@ -49,7 +49,7 @@
 // runs carry the stream's digest (kiln.dev/bootimages) and end with the
 // bootimages stage, and no standalone run is made.
 //
-// The same manager runs pkg/kmod's ModuleDay0 sync (seed 003). Seed 003's
+// The same manager runs pkg/kmod's ModuleDay0 sync (the KMM day-0 proposal). Its
 // upgrade rule (clusterUpgradeTriggerNodeUpgrade) is checked when a run is
 // made: a y-stream gap between ClusterVersion and the pool's nodes adds
 // kmod-rebuild=true, so kmod-build rebuilds an image that exists. It is

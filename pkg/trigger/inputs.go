@@ -211,7 +211,7 @@ func (c *Controller) bootImagesDigest(ctx context.Context) (string, error) {
 	return digest(b), nil
 }
 
-// kmodRebuild applies seed 003's "Cluster upgrade" to pool's ModuleDay0.
+// kmodRebuild applies the KMM day-0 proposal's "Cluster upgrade" to pool's ModuleDay0.
 // Errors only stop the rebuild hint, never the run: the run's own kmod
 // stages decide again from the cluster.
 func (c *Controller) kmodRebuild(ctx context.Context, pool *mcfgv1.MachineConfigPool, w *world) (bool, string) {

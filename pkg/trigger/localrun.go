@@ -49,7 +49,7 @@ type LocalOptions struct {
 	BootImagePools []string
 }
 
-// runLocal is the embedded default (DESIGN §7): fingerprint the pools of
+// runLocal is local mode (docs/local-mode.md): fingerprint the pools of
 // a manifests folder as cluster mode does, run node-image with the local
 // executor for each pool whose inputs changed since its last successful
 // run, and leave the GitOps change in the output folder.

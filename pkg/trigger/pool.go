@@ -311,7 +311,7 @@ func (c *Controller) stopUnstarted(ctx context.Context, pool *mcfgv1.MachineConf
 
 // revert handles a pool without kiln.dev/enabled=true: its unstarted runs
 // stop, and once no run is rolling out, kiln's osImageURL MC is deleted so
-// MCO takes the pool back to the payload's OS (seed 001).
+// MCO takes the pool back to the payload's OS (the CoreOS layering enhancement).
 func (c *Controller) revert(ctx context.Context, pool *mcfgv1.MachineConfigPool) error {
 	var mc mcfgv1.MachineConfig
 	err := c.Client.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(pool.Name)}, &mc)

@@ -46,7 +46,7 @@ func (c *Controller) resolve(ctx context.Context, ref string) (string, error) {
 }
 
 // osVersion reads an OS image's "version" label (RHCOS sets it), which
-// seed 003's upgrade rule compares with the nodes' osImage. The OS image is
+// the KMM day-0 proposal's upgrade rule compares with the nodes' osImage. The OS image is
 // a payload image: read through the mirrors.
 func (c *Controller) osVersion(ctx context.Context, ref string) (string, error) {
 	r, err := c.Remote(ctx)

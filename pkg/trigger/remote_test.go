@@ -20,7 +20,7 @@ import (
 // The payload OS image is named on a source registry nothing listens on
 // and lives, by the same digest, only on the mirror an
 // ImageDigestMirrorSet names: the trigger still reads its version label
-// (seed 003's upgrade rule asks kmod-build to rebuild).
+// (the KMM day-0 proposal's upgrade rule asks kmod-build to rebuild).
 func TestTriggerReadsThroughClusterMirrors(t *testing.T) {
 	h := newHarness(t)
 	mirror := env.StartRegistry(t, env.RegistryOptions{})

@@ -45,7 +45,7 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // NewManager builds the controller manager with the trigger's reconcilers
-// and seed 003's ModuleDay0 sync. Tests start it in-process against
+// and the KMM day-0 ModuleDay0 sync. Tests start it in-process against
 // test/env.
 func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	scheme, err := apis.NewScheme()

@@ -170,8 +170,8 @@ type RunSpec struct {
 	// (Fingerprint.Describe).
 	Changes string
 	Pending bool
-	// KmodRebuild asks kmod-build to rebuild an existing image (seed 003
-	// "Cluster upgrade").
+	// KmodRebuild asks kmod-build to rebuild an existing image (the KMM day-0
+	// proposal's "Cluster upgrade").
 	KmodRebuild bool
 	// BootImages is the coreos-bootimages digest when the run updates boot
 	// images, else empty.

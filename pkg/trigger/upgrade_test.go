@@ -21,7 +21,7 @@ import (
 	"github.com/kiln-dev/kiln/test/env"
 )
 
-// TestKmodUpgradeRebuild: seed 003 "Cluster upgrade". The payload's OS
+// TestKmodUpgradeRebuild: the KMM day-0 proposal's "Cluster upgrade". The payload's OS
 // (its image's version label, read from a real registry) is a new
 // y-stream and the pool's nodes still run the old one: with
 // clusterUpgradeTriggerNodeUpgrade the run asks kmod-build to rebuild;

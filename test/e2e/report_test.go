@@ -19,7 +19,7 @@ import (
 
 // assertMachineSetsPatched: the worker run's bootimages task moved the
 // stale GCP MachineSets to the stream's image and left the current one and
-// the Hive-owned one alone (seed 000's rules, DESIGN §1).
+// the Hive-owned one alone (the boot image enhancement's rules).
 func (c *cluster) assertMachineSetsPatched(ctx context.Context) {
 	c.t.Helper()
 	want := map[string]string{

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// BuildTags are the build tags every kiln binary needs (DESIGN §8).
+// BuildTags are the build tags every kiln binary needs (the Makefile's GOTAGS).
 const BuildTags = "containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper"
 
 // BuildBinary builds the main package pkg (e.g. "./cmd/steps") of this

@@ -34,7 +34,7 @@ var (
 	U, T    = metav1.ConditionUnknown, metav1.ConditionTrue
 )
 
-// updateSteps follow seed 004: each parent phase goes Unknown while its
+// updateSteps follow the MachineConfigNode enhancement: each parent phase goes Unknown while its
 // children run, then True; Updated is False from the start and True last.
 func updateSteps(node, desired string) []phaseStep {
 	return []phaseStep{
@@ -203,7 +203,7 @@ func (s *Sim) degrade(ctx context.Context, n *corev1.Node, phase string) error {
 }
 
 // setConditions writes conditions to the node's MachineConfigNode status.
-// On completion every other condition goes back to False, as seed 004
+// On completion every other condition goes back to False, as the MCN enhancement
 // describes ("Action during previous iteration: …").
 func (s *Sim) setConditions(ctx context.Context, node, current, desired string, conds []cond, completed bool) error {
 	mcn := &mcfgv1.MachineConfigNode{}

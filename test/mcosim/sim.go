@@ -8,7 +8,7 @@
 //   - the node controller: honours maxUnavailable and pause, and sets each
 //     node's desiredConfig/desiredImage annotations and MachineConfigNode
 //     spec;
-//   - per node, the daemon: walks seed 004's phases with parent and child
+//   - per node, the daemon: walks MachineConfigNode's phases with parent and child
 //     conditions (False → Unknown → True), cordons and uncordons the Node,
 //     sets the currentConfig/currentImage/state annotations, and the pool
 //     counters.

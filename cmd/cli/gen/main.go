@@ -1,7 +1,9 @@
-// Command gen rewrites README's "Command line" section from the commands
-// (cmd/cli.Markdown); cmd/cli's TestREADMECommandLine fails until it ran.
+// Command gen writes the command reference, one Markdown page per command
+// of kiln-steps and the trigger plus an index with the exit codes, into
+// docs/cli/ (cmd/cli.WriteDocs), and removes pages of commands that no
+// longer exist; cmd/cli's TestDocsCLICurrent fails until it ran.
 //
-//	go run ./cmd/cli/gen [README.md]
+//	go run ./cmd/cli/gen [DIR]
 package main
 
 import (
@@ -12,11 +14,11 @@ import (
 )
 
 func main() {
-	path := "README.md"
+	dir := cli.DocsDir
 	if len(os.Args) > 1 {
-		path = os.Args[1]
+		dir = os.Args[1]
 	}
-	if err := cli.UpdateREADME(path); err != nil {
+	if err := cli.WriteDocs(dir); err != nil {
 		fmt.Fprintf(os.Stderr, "gen: %v\n", err)
 		os.Exit(1)
 	}

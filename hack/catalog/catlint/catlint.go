@@ -275,9 +275,10 @@ func split(s, seps string) []string {
 // checkDescriptions: spec.description, and a description on every param,
 // result and workspace, of the resource and of every Task embedded in a
 // Pipeline.
-// internalRef finds references to kiln's design documents (DESIGN.md and
-// its sections, the seeds), which catalog users do not have.
-var internalRef = regexp.MustCompile(`DESIGN(\.md)?( §[0-9]+)?|§ ?[0-9]+|\bseeds? 0[0-9][0-9]\b`)
+// internalRef finds references to documents catalog users do not have:
+// a path that leaves the resource's folder, a section number ("§3") of some
+// design document, or a numbered design note.
+var internalRef = regexp.MustCompile(`\.\./[^\s)]*|§ ?[0-9]+|\bseeds? ?0[0-9][0-9]\b`)
 
 func checkDescriptions(r *Resource) []string {
 	var out []string

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 )
 
-// KernelVersionVar is the one placeholder seed 003 allows in filesToSign.
+// KernelVersionVar is the one placeholder the KMM day-0 proposal allows in filesToSign.
 const KernelVersionVar = "${KERNEL_FULL_VERSION}"
 
 // FilesToSignField is the field path errors about filesToSign name.

@@ -34,7 +34,7 @@ func signSection() *kmmv1beta1.Sign {
 }
 
 // TestModuleDay0Validation runs the CRD's schema and CEL rules in the real
-// apiserver: seed 003's examples are accepted, malformed objects are
+// apiserver: the KMM day-0 proposal's examples are accepted, malformed objects are
 // rejected with a message naming the field.
 func TestModuleDay0Validation(t *testing.T) {
 	k := env.StartKube(t)
