@@ -29,16 +29,17 @@ import (
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
-// LocalOptions are local mode's own settings (cmd/trigger flags).
+// LocalOptions are local mode's own settings (kiln-trigger's flags, cmd/cli).
 type LocalOptions struct {
 	// Registry receives the images; empty starts an embedded registry
 	// (go-containerregistry's, blobs on disk under the output folder).
 	Registry string
-	// Key is a folder with cosign.key, cosign.pub and cosign.password;
-	// empty generates a pair under the output folder on first use.
+	// Key is a folder with cosign.key, cosign.pub and cosign.password
+	// (the deprecated --key-dir); empty means Keys' cosign/ folder.
 	Key string
-	// Keys is the folder where generated keys are kept and reused; empty
-	// means keys/ under the output folder. A folder outside it lets runs
+	// Keys is the folder where keys are kept and reused (--keys-dir):
+	// cosign/, kmod-cert/ and kmod-key/, each generated when missing;
+	// empty means keys/ under the output folder. A folder outside it lets runs
 	// from an empty output folder sign with the same keys, as a cluster's
 	// Secrets would: the kmod image holds signed modules, so the same key
 	// is what makes those runs give the same digests.
