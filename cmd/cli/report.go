@@ -38,6 +38,6 @@ Results: FAILED_STAGE, FAILURE`,
 			bindFormat(fs, &format)
 		},
 		format: &format,
-		args: func(args []string) { o.Statuses = append(o.Statuses, args...) },
+		args:   func(args []string) { o.Statuses = append(o.Statuses, args...) },
 	})
 }

@@ -61,7 +61,7 @@ Results: REPRODUCED (true or false), DIFF (a one-line summary), with --results-d
 			bindFormat(fs, &format)
 		},
 		format: &format,
-		check: func(c *cobra.Command) error { return oldReportFile(c, &format, &o.ReportFile) },
+		check:  func(c *cobra.Command) error { return oldReportFile(c, &format, &o.ReportFile) },
 		args: func(args []string) {
 			if len(args) == 1 && o.Image == "" {
 				o.Image = args[0]
