@@ -158,12 +158,14 @@ func TestVersionJSON(t *testing.T) {
 	}
 }
 
-// report -o json: stdout holds the summary as JSON alone, the text
-// summary goes to stderr.
+// report -o json: stdout holds the summary as JSON alone, escaped as the
+// text is (a hostile --trigger reaches it as text to read, not as
+// terminal controls: JSON escapes C0 controls but not C1 or bidi ones),
+// and the text summary goes to stderr.
 func TestReportJSON(t *testing.T) {
 	work, results := t.TempDir(), t.TempDir()
 	r := execute(newSteps(noEnv), "report", "-o", "json", "--pool", "worker", "--work", work, "--results-dir", results,
-		"--aggregate", "Failed", "render=Succeeded", "image-build=Failed")
+		"--aggregate", "Failed", "--trigger", "manual\u009b2J\u202eevil", "render=Succeeded", "image-build=Failed")
 	if r.code != 0 {
 		t.Fatalf("exit %d %q", r.code, r.err)
 	}
@@ -186,6 +188,9 @@ func TestReportJSON(t *testing.T) {
 	}
 	if !strings.Contains(r.err, "STAGE") {
 		t.Errorf("the text summary is not on stderr: %q", r.err)
+	}
+	if i := rawControls([]byte(r.out)); i >= 0 || strings.ContainsRune(r.out, '\u202e') {
+		t.Errorf("stdout holds a raw control or bidi character: %q", r.out)
 	}
 	b, err := os.ReadFile(filepath.Join(results, "FAILED_STAGE"))
 	if err != nil || string(b) != "image-build" {

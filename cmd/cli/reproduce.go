@@ -59,6 +59,7 @@ Results: REPRODUCED (true or false), DIFF (a one-line summary), with --results-d
 			fs.StringVar(&o.ReportFile, "report-file", o.ReportFile, "write the comparison as JSON to this file")
 			fs.BoolVar(&o.Deep, "deep", o.Deep, "also reproduce the kiln images it was built on (kmod base, unsigned kmod image)")
 			bindFormat(fs, &format)
+			fs.Lookup("output").Usage += "; any other value is a file, the old meaning of --output (deprecated: use --report-file)"
 		},
 		format: &format,
 		check:  func(c *cobra.Command) error { return oldReportFile(c, &format, &o.ReportFile) },
