@@ -125,14 +125,18 @@ func TestReproduceOldOutputIsTheReportFile(t *testing.T) {
 
 // -o takes text or json only, on every command that has it.
 func TestBadFormatIsUsageError(t *testing.T) {
-	for _, args := range [][]string{
-		{"version", "-o", "yaml"},
-		{"verify", "--output", "yaml"},
-		{"report", "-o", "yaml"},
+	for _, c := range []struct {
+		args  []string
+		value string
+	}{
+		{[]string{"version", "-o", "yaml"}, "yaml"},
+		{[]string{"verify", "--output", "yaml"}, "yaml"},
+		{[]string{"report", "-o", "yaml"}, "yaml"},
+		{[]string{"reproduce", "--output="}, ""},
 	} {
-		r := execute(newSteps(noEnv), args...)
-		if r.code != step.ExitUsage || !strings.Contains(r.err, `--output "yaml": want text or json`) {
-			t.Errorf("%v: exit %d %q, want 2 naming --output", args, r.code, r.err)
+		r := execute(newSteps(noEnv), c.args...)
+		if r.code != step.ExitUsage || !strings.Contains(r.err, `--output "`+c.value+`": want text or json`) {
+			t.Errorf("%v: exit %d %q, want 2 naming --output", c.args, r.code, r.err)
 		}
 	}
 }

@@ -89,8 +89,8 @@ var errImageTwice = errors.New("give the image as the argument or as --image, no
 // release: a value that is not a format is the report file, with a
 // warning naming --report-file.
 func oldReportFile(c *cobra.Command, format, reportFile *string) error {
-	if *format == step.FormatText || *format == step.FormatJSON {
-		return nil
+	if *format == step.FormatText || *format == step.FormatJSON || *format == "" {
+		return nil // "" is refused by Validate as a format
 	}
 	if c.Flags().Changed("report-file") {
 		return fmt.Errorf("--output %q: not a format (text or json); a file is given with --report-file, which is set", *format)
