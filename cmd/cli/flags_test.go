@@ -255,8 +255,8 @@ func TestVerboseShorthandAndVersionLongOnly(t *testing.T) {
 	}
 }
 
-// --verbose prints one line per registry request on stderr; without it
-// there is none.
+// --verbose (or KILN_VERBOSE=true, as local mode gives its steps) prints
+// one line per registry request on stderr; without it there is none.
 func TestVerbosePrintsRegistryRequests(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v2/" {
@@ -273,11 +273,15 @@ func TestVerbosePrintsRegistryRequests(t *testing.T) {
 		"--public-key", publicKeyFile(t)}
 	quiet := execute(newSteps(noEnv), args...)
 	loud := execute(newSteps(noEnv), append(args, "--verbose")...)
+	verboseEnv := func(k string) (string, bool) { return "true", k == EnvVerbose }
+	fromEnv := execute(newSteps(verboseEnv), args...)
 	if strings.Contains(quiet.err, "registry: GET") {
 		t.Errorf("without --verbose: %q", quiet.err)
 	}
-	if !strings.Contains(loud.err, "registry: GET "+srv.URL+"/v2/") {
-		t.Errorf("with --verbose, no request line: %q", loud.err)
+	for name, r := range map[string]run{"--verbose": loud, "$" + EnvVerbose: fromEnv} {
+		if !strings.Contains(r.err, "registry: GET "+srv.URL+"/v2/") {
+			t.Errorf("with %s, no request line: %q", name, r.err)
+		}
 	}
 }
 

@@ -66,7 +66,7 @@ render/ (rendered.json, inputs.json), kmod/, image/, rollout/, bootimages/, repo
 		newImageSignCommand(env), newVerifyCommand(env), newReproduceCommand(env), newRolloutCommand(env), newBootImagesCommand(env),
 		newReportCommand(env),
 	)
-	bindGlobal(root)
+	bindGlobal(root, env)
 	setupRoot(root)
 	return root
 }

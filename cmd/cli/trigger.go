@@ -44,6 +44,7 @@ reported with its task, step, exit code and the last lines of its log.`,
 			if *verbose && !c.Flags().Changed("zap-log-level") {
 				zo.Level = zapcore.DebugLevel
 			}
+			o.Local.Verbose = *verbose
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(c.ErrOrStderr())))
 			if err := trigger.Run(c.Context(), o); err != nil {
 				return &ranError{err: err}
@@ -57,7 +58,7 @@ reported with its task, step, exit code and the last lines of its log.`,
 	gofs := flag.NewFlagSet(TriggerName, flag.ContinueOnError)
 	zo.BindFlags(gofs)
 	fs.AddGoFlagSet(gofs)
-	verbose = bindGlobal(root)
+	verbose = bindGlobal(root, env)
 	setupRoot(root)
 	return root
 }

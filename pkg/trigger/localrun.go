@@ -48,6 +48,9 @@ type LocalOptions struct {
 	StepBinary, Root string
 	// BootImagePools end their run with the bootimages stage.
 	BootImagePools []string
+	// Verbose passes the trigger's --verbose on to every step (as
+	// KILN_VERBOSE=true).
+	Verbose bool
 }
 
 // runLocal is local mode (docs/local-mode.md): fingerprint the pools of
@@ -132,9 +135,13 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stepEnv := append([]string{"KILN_INSECURE_REGISTRY=" + host}, regEnv...)
+	if o.Local.Verbose {
+		stepEnv = append(stepEnv, "KILN_VERBOSE=true")
+	}
 	l := &localRun{o: o, src: src, out: out, host: host, keys: keys, p: p, st: st, w: w,
 		exec: &pipeline.Executor{Tasks: tasks, StepBinary: o.Local.StepBinary, Out: w, Namespace: "kiln",
-			Env: append([]string{"KILN_INSECURE_REGISTRY=" + host}, regEnv...), Timeouts: localTimeouts}}
+			Env: stepEnv, Timeouts: localTimeouts}}
 	return l.runAll(ctx, todo, waves)
 }
 
