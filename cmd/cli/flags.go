@@ -30,7 +30,7 @@ const kubeconfigUsage = "kubeconfig file; empty means $KUBECONFIG, then the in-c
 
 // contextUsage: a context is a kubeconfig's, so the in-cluster config is
 // not tried when one is named (step.LoadRESTConfig).
-const contextUsage = "kubeconfig context to use; empty means the kubeconfig's current-context"
+const contextUsage = "kubeconfig context to use (from --kubeconfig, else $KUBECONFIG or ~/.kube/config; never the in-cluster config); empty means the current-context"
 
 // stringVar binds a string flag whose default is *p, or the value of env
 // when it is set.
