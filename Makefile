@@ -29,12 +29,10 @@ help: ## list targets
 # environment's GOFLAGS turn VCS stamping off.
 # One `go build` for both commands: they share most packages, and a cold
 # build then compiles each once with both cores busy and links both at once.
-build: ## build kiln-steps and trigger into bin/
-	@mkdir -p $(BIN)/.build
-	go build $(GOFLAGS_BUILD) -buildvcs=auto -o $(BIN)/.build/ ./cmd/steps ./cmd/trigger
-	mv $(BIN)/.build/steps $(BIN)/kiln-steps
-	mv $(BIN)/.build/trigger $(BIN)/trigger
-	@rmdir $(BIN)/.build
+# Each binary is named after its folder: bin/kiln-steps, bin/kiln-trigger.
+build: ## build kiln-steps and kiln-trigger into bin/
+	@mkdir -p $(BIN)
+	go build $(GOFLAGS_BUILD) -buildvcs=auto -o $(BIN)/ ./cmd/kiln-steps ./cmd/kiln-trigger
 
 tools: ## install test tools: Debian packages, kube-apiserver, controller-gen
 	bash hack/tools.sh

@@ -27,9 +27,8 @@ func TestMakeRunTwiceGivesTheSameDigests(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	for _, cmd := range []string{"trigger", "steps"} {
-		out := map[string]string{"trigger": "trigger", "steps": "kiln-steps"}[cmd]
-		build := exec.Command("go", "build", "-tags", env.BuildTags, "-trimpath", "-o", filepath.Join(bin, out), "./cmd/"+cmd)
+	for _, cmd := range []string{"kiln-trigger", "kiln-steps"} {
+		build := exec.Command("go", "build", "-tags", env.BuildTags, "-trimpath", "-o", filepath.Join(bin, cmd), "./cmd/"+cmd)
 		build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("building %s: %v\n%s", cmd, err, b)

@@ -3,7 +3,7 @@
 # Starts Debian's docker-registry on 127.0.0.1:5555 (the address the
 # sample's manifests name) with its storage under the output folder, pushes
 # the sample's locally made images (hack/examplebase, no pulls), then runs
-# `trigger --source dir:examples/cluster --once`. The registry stops when
+# `kiln-trigger --source dir:examples/cluster --once`. The registry stops when
 # this script ends; its storage stays, so a second `make run` finds the
 # images of the first and, with no change, does nothing.
 set -euo pipefail
@@ -41,10 +41,10 @@ dtk="$(ls "${KILN_CACHE:-$HOME/.cache/kiln}"/images/dtk-*.tar.gz 2>/dev/null | h
 [ -n "$dtk" ] || { echo "make run: no driver-toolkit stand-in under ~/.cache/kiln/images: run make run-deps" >&2; exit 1; }
 echo "== pushing the sample's images to $addr"
 go run -tags="$GOTAGS" -trimpath ./hack/examplebase --dtk "$dtk"
-echo "== trigger --source dir:examples/cluster --once --output $out"
+echo "== kiln-trigger --source dir:examples/cluster --once --output-dir $out"
 # Keys live in the cache, not the output folder: a run from an empty
 # output folder signs with the same keys, so it gives the same digests
 # (the infra pool's kmod image holds signed modules).
 keys="${KILN_RUN_KEYS:-${KILN_CACHE:-$HOME/.cache/kiln}/run-keys}"
 bin="$(cd "${KILN_BIN:-bin}" && pwd)"
-"$bin/trigger" --source dir:examples/cluster --once --output "$out" --local-keys "$keys" --registry "$addr" --steps "$bin/kiln-steps" --root .
+"$bin/kiln-trigger" --source dir:examples/cluster --once --output-dir "$out" --keys-dir "$keys" --registry "$addr" --steps "$bin/kiln-steps" --root .

@@ -16,7 +16,7 @@ func newBootImagesCommand(env lookupEnv) *cobra.Command {
 		long: `Updates the boot image of every opted-in Machine API MachineSet (MachineConfiguration/cluster
 spec.managedBootImages), and of the Cluster API MachineSets selected by --capi-mode, to the
 release's coreos-bootimages stream, as MCO does. It takes no --pool: boot images are per cluster,
-not per pool. With --source dir:PATH the patched manifests are written to --output instead.
+not per pool. With --source dir:PATH the patched manifests are written to --output-dir instead.
 
 Reads:   MachineSets, MachineConfiguration/cluster, ClusterVersion, the coreos-bootimages ConfigMap
 Writes:  work/bootimages/report.json, work/bootimages/metrics.prom; patched MachineSets (cluster)
@@ -40,7 +40,9 @@ Results: MACHINESETS_PATCHED, MACHINESETS_SKIPPED`,
 			fs.StringVar(&o.CAPIMode, "capi-mode", o.CAPIMode, "Cluster API MachineSets (cluster.x-k8s.io) to manage: None, All or Partial (with --capi-selector)")
 			fs.StringVar(&o.CAPISelector, "capi-selector", o.CAPISelector, "label selector of the Cluster API MachineSets to manage (mode Partial)")
 			fs.StringVar(&o.CAPINamespace, "capi-namespace", o.CAPINamespace, "namespace of the Cluster API MachineSets and their templates")
-			fs.StringVar(&o.Output, "output", o.Output, "local mode: folder for the changed manifests (default <work>/bootimages/manifests)")
+			fs.StringVar(&o.Output, "output-dir", o.Output, "local mode: folder for the changed manifests (default <work>/bootimages/manifests)")
+			deprecatedAlias(fs, "output", "output-dir")
 		},
+		check: func(c *cobra.Command) error { return checkOldFolderFlag(c, "output", "output-dir") },
 	})
 }

@@ -94,10 +94,10 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{StepsName, []string{"nope"}, "kiln-steps: ", `unknown command "nope"`},
 		{StepsName, []string{"render", "extra"}, "kiln-steps render: ", `unknown command "extra"`},
 		{StepsName, []string{"render", "--fetch-attempts=x"}, "kiln-steps render: ", "--fetch-attempts"},
-		{TriggerName, []string{"--nope"}, "trigger: ", "unknown flag: --nope"},
-		{TriggerName, []string{"extra"}, "trigger: ", "extra"},
-		{TriggerName, []string{"--source", "git:x"}, "trigger: ", `--source "git:x"`},
-		{TriggerName, []string{"--once"}, "trigger: ", "--once needs --source dir:PATH"},
+		{TriggerName, []string{"--nope"}, "kiln-trigger: ", "unknown flag: --nope"},
+		{TriggerName, []string{"extra"}, "kiln-trigger: ", "extra"},
+		{TriggerName, []string{"--source", "git:x"}, "kiln-trigger: ", `--source "git:x"`},
+		{TriggerName, []string{"--once"}, "kiln-trigger: ", "--once needs --source dir:PATH"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(append([]string{c.root}, c.args...), " "), func(t *testing.T) {

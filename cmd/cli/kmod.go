@@ -62,7 +62,7 @@ Writes:  with --source cluster, the ModuleDay0's status`,
 			bindOptions(fs, env, &o.Options, true)
 			bindKube(fs, &o.KubeOptions)
 			bindRegistry(fs, env, &o.RegistryOptions)
-			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "kmod-build's --rebuild (the same build target)")
+			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "the value kmod-build was given (the same build target)")
 			bindAttest(fs, env, &o.Attest)
 		},
 	})

@@ -21,7 +21,8 @@ from a folder of manifests; every object is decoded strictly.
 Reads:   the pool, its MachineConfigs, the payload ConfigMaps, a ModuleDay0 (cluster or --source dir)
 Writes:  work/render/rendered.json, work/render/inputs.json, work/render/moduleday0.json (when a
          ModuleDay0 selects the pool)
-Results: RENDERED_NAME, CONFIG_HASH, BASE_IMAGE (by digest), HAS_KMOD, KMOD_BUILD, KMOD_SIGN
+Results: RENDERED_NAME, CONFIG_HASH, BASE_IMAGE (the rendered osImageURL as given, a tag or a
+         digest), HAS_KMOD, KMOD_BUILD, KMOD_SIGN
 
 It never contacts a container registry.`,
 		example: `  # render pool worker from a folder of manifests

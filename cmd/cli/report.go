@@ -10,6 +10,7 @@ import (
 
 func newReportCommand(env lookupEnv) *cobra.Command {
 	o := report.DefaultOptions()
+	format := step.FormatText
 	return newStage(stage{
 		name:  step.StageReport,
 		short: "Summarise the run: one row per stage, the failed stage's cause",
@@ -19,7 +20,8 @@ $(params.statuses[*])), and prints one summary as plain text within 100 columns:
 the pool, the trigger and what changed (--trigger, --changes), the outcome (the first failed
 stage), the image and the nodes updated, then one row per
 stage (Skipped for a skipped one; a failed one leads with the cause its step recorded in
-<stage>.error). It does not fail for a failed stage; that stage's task already did.
+<stage>.error). It does not fail for a failed stage; that stage's task already did. With -o json
+stdout holds the summary as JSON instead (pool, outcome, lead, stages, failedStage, failure).
 
 Reads:   work/render/, work/kmod/, work/image/, work/rollout/, work/bootimages/, <stage>.error files
 Writes:  work/report/summary.txt (also printed), work/report/summary.md (the same as Markdown)
@@ -33,7 +35,9 @@ Results: FAILED_STAGE, FAILURE`,
 			fs.StringVar(&o.Aggregate, "aggregate", o.Aggregate, "the run's $(tasks.status)")
 			fs.StringVar(&o.Trigger, "trigger", o.Trigger, "why the run was made (machineconfig, payload, moduleday0, manual, gitops)")
 			fs.StringVar(&o.Changes, "changes", o.Changes, "what changed since the pool's previous run, in one line")
+			bindFormat(fs, &format)
 		},
-		args: func(args []string) { o.Statuses = append(o.Statuses, args...) },
+		format: &format,
+		args:   func(args []string) { o.Statuses = append(o.Statuses, args...) },
 	})
 }

@@ -2,15 +2,19 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/reproduce"
+	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
 func newReproduceCommand(env lookupEnv) *cobra.Command {
 	o := reproduce.DefaultOptions()
+	format := step.FormatText
 	c := newStage(stage{
 		name:  reproduce.Stage,
 		short: "Rebuild an image from its kiln attestation and compare the digests",
@@ -28,8 +32,12 @@ size), their files (path, size, sha256, mode, mtime, uid:gid on both sides) and 
 (labels, env, history). No attestation from the identity: exit 3. A rebuild with another
 digest: exit 7.
 
+With -o json stdout holds the comparison as JSON (the --report-file document) and the text goes
+to stderr. --output FILE, --output's meaning before it chose a format, still writes the JSON to
+FILE for one release (a value other than text or json), with a warning: use --report-file.
+
 Reads:   the image, its signature and attestation, the attested inputs (registry); --rendered-config
-Writes:  --output (the comparison as JSON); nothing to any registry
+Writes:  --report-file (the comparison as JSON); nothing to any registry
 Results: REPRODUCED (true or false), DIFF (a one-line summary), with --results-dir`,
 		example: `  kiln-steps reproduce registry.example.com/os@sha256:<64 hex> --public-key keys/cosign.pub
 
@@ -37,7 +45,7 @@ Results: REPRODUCED (true or false), DIFF (a one-line summary), with --results-d
   # osImageURL is kiln's image), the full comparison as JSON
   rendered="$(oc get machineconfignode n1 -o jsonpath='{.status.configVersion.current}')"
   kiln-steps reproduce "$(oc get mc "$rendered" -o jsonpath='{.spec.osImageURL}')" \
-    --public-key keys/cosign.pub --output diff.json`,
+    --public-key keys/cosign.pub --report-file diff.json`,
 		runner: o,
 		bind: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.Image, "image", o.Image, "image to reproduce, repository@sha256:<64 hex> (or the one argument)")
@@ -45,11 +53,16 @@ Results: REPRODUCED (true or false), DIFF (a one-line summary), with --results-d
 			bindRegistry(fs, env, &o.RegistryOptions)
 			bindIdentity(fs, &o.IdentityOptions)
 			fs.StringVar(&o.Buildah, "buildah", o.Buildah, "buildah binary (buildah-path node images and kmod builds)")
-			fs.StringVar(&o.SecretsDir, "secrets-dir", o.SecretsDir, "kmod build secrets, one file or folder per secret id (kiln attests their names, not their content)")
+			fs.StringVar(&o.SecretsDir, "build-secrets-dir", o.SecretsDir, "kmod build secrets, one file or folder per secret id, as kmod-build's (kiln attests their names, not their content)")
+			deprecatedAlias(fs, "secrets-dir", "build-secrets-dir")
 			fs.StringVar(&o.RenderedConfig, "rendered-config", o.RenderedConfig, "rendered MachineConfig file (render's work/render/rendered.json, say); default: the image's own copy")
-			fs.StringVar(&o.Output, "output", o.Output, "write the comparison as JSON to this file")
+			fs.StringVar(&o.ReportFile, "report-file", o.ReportFile, "write the comparison as JSON to this file")
 			fs.BoolVar(&o.Deep, "deep", o.Deep, "also reproduce the kiln images it was built on (kmod base, unsigned kmod image)")
+			bindFormat(fs, &format)
+			fs.Lookup("output").Usage += "; any other value is a file, the old meaning of --output (deprecated: use --report-file)"
 		},
+		format: &format,
+		check:  func(c *cobra.Command) error { return oldReportFile(c, &format, &o.ReportFile) },
 		args: func(args []string) {
 			if len(args) == 1 && o.Image == "" {
 				o.Image = args[0]
@@ -71,3 +84,19 @@ Results: REPRODUCED (true or false), DIFF (a one-line summary), with --results-d
 }
 
 var errImageTwice = errors.New("give the image as the argument or as --image, not both")
+
+// oldReportFile keeps reproduce's old --output FILE working for one
+// release: a value that is not a format is the report file, with a
+// warning naming --report-file.
+func oldReportFile(c *cobra.Command, format, reportFile *string) error {
+	if *format == step.FormatText || *format == step.FormatJSON || *format == "" {
+		return nil // "" is refused by Validate as a format
+	}
+	if c.Flags().Changed("report-file") {
+		return fmt.Errorf("--output %q: not a format (text or json); a file is given with --report-file, which is set", *format)
+	}
+	fmt.Fprintf(c.ErrOrStderr(), "%s: --output FILE is deprecated, use --report-file %s (--output now takes text or json)\n",
+		c.CommandPath(), termsafe.Escape(*format))
+	*reportFile, *format = *format, step.FormatText
+	return nil
+}

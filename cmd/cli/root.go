@@ -1,5 +1,6 @@
 // Package cli holds the command trees of kiln's two binaries, kiln-steps
-// and trigger, on cobra. cmd/steps and cmd/trigger only call Main; tests
+// and kiln-trigger, on cobra. cmd/kiln-steps and cmd/kiln-trigger only
+// call Main; tests
 // outside cmd/ (examples/, test/install, external test packages) run
 // exactly what the binaries run through Execute.
 //
@@ -27,7 +28,7 @@ import (
 // Binary names.
 const (
 	StepsName   = "kiln-steps"
-	TriggerName = "trigger"
+	TriggerName = "kiln-trigger"
 )
 
 // lookupEnv reads an environment default; tests and the docs generator
@@ -38,7 +39,7 @@ type lookupEnv func(string) (string, bool)
 // read from the process environment.
 func NewSteps() *cobra.Command { return newSteps(os.LookupEnv) }
 
-// NewTrigger returns the trigger command tree.
+// NewTrigger returns the kiln-trigger command tree.
 func NewTrigger() *cobra.Command { return newTrigger(os.LookupEnv) }
 
 func newSteps(env lookupEnv) *cobra.Command {
@@ -65,6 +66,7 @@ render/ (rendered.json, inputs.json), kmod/, image/, rollout/, bootimages/, repo
 		newImageSignCommand(env), newVerifyCommand(env), newReproduceCommand(env), newRolloutCommand(env), newBootImagesCommand(env),
 		newReportCommand(env),
 	)
+	bindGlobal(root, env)
 	setupRoot(root)
 	return root
 }
@@ -79,6 +81,7 @@ func setupRoot(root *cobra.Command) {
 	root.SilenceErrors = true
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddCommand(newVersionCommand())
+	warningsToStderr(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &step.UsageError{Err: err} })
 	root.SetUsageTemplate(root.UsageTemplate() + exitCodesHelp())
 	// cobra adds help and completion when it executes, after Execute set

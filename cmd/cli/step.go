@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -23,7 +26,19 @@ type stage struct {
 	// args, when set, accepts positional arguments (a Task's array
 	// param, $(params.x[*])); without it the stage takes none.
 	args func(args []string)
+	// format, when set, is the stage's -o/--output (bindFormat): with
+	// json the runner's Result is printed as JSON on stdout and its
+	// progress and text go to stderr.
+	format *string
+	// check, when set, runs first in PreRunE with the parsed command
+	// line: what a flag binding alone cannot say (a deprecated flag's
+	// old meaning, a flag given twice under two names).
+	check func(c *cobra.Command) error
 }
+
+// resulter is a runner with a result to print as JSON; Result is nil when
+// the run did not get far enough to have one.
+type resulter interface{ Result() any }
 
 // newStage builds a subcommand: flags bound, Validate in PreRunE (before
 // any I/O, a usage error), then Run.
@@ -34,31 +49,24 @@ func newStage(s stage) *cobra.Command {
 		Long:    s.long,
 		Example: s.example,
 		Args:    cobra.NoArgs,
-		PreRunE: func(_ *cobra.Command, args []string) error {
+		PreRunE: func(c *cobra.Command, args []string) error {
+			if s.check != nil {
+				if err := s.check(c); err != nil {
+					return asUsage(err)
+				}
+			}
 			if s.args != nil {
 				s.args(args)
 			}
-			return asUsage(s.runner.Validate())
-		},
-		RunE: func(c *cobra.Command, _ []string) error {
-			ws := workspaceOf(s.runner)
-			cause := s.cause
-			if cause == "" {
-				cause = s.name
-			}
-			if err := ws.ClearCause(cause); err != nil {
-				return &ranError{err: fmt.Errorf("removing an earlier attempt's cause: %w", err)}
-			}
-			if err := s.runner.Run(c.Context(), step.Streams{Out: c.OutOrStdout(), Err: c.ErrOrStderr()}); err != nil {
-				// The report shows the cause in the stage's row; failing
-				// to record it must not hide the error itself.
-				if werr := ws.WriteCause(cause, err); werr != nil {
-					fmt.Fprintf(c.ErrOrStderr(), "%s: recording the cause: %s\n", c.CommandPath(), oneLine(werr))
+			err := s.runner.Validate()
+			if s.format != nil {
+				if ferr := step.ValidateFormat(*s.format); ferr != nil {
+					err = errors.Join(err, ferr)
 				}
-				return &ranError{err: err}
 			}
-			return nil
+			return asUsage(err)
 		},
+		RunE: func(c *cobra.Command, _ []string) error { return runStage(c, s) },
 	}
 	if s.args != nil {
 		c.Args = cobra.ArbitraryArgs
@@ -67,6 +75,54 @@ func newStage(s stage) *cobra.Command {
 	c.Flags().SortFlags = false
 	s.bind(c.Flags())
 	return c
+}
+
+// runStage clears an earlier attempt's cause, runs the stage and records
+// the cause of a failure; with -o json it prints the result on stdout.
+func runStage(c *cobra.Command, s stage) error {
+	ws := workspaceOf(s.runner)
+	cause := s.cause
+	if cause == "" {
+		cause = s.name
+	}
+	if err := ws.ClearCause(cause); err != nil {
+		return &ranError{err: fmt.Errorf("removing an earlier attempt's cause: %w", err)}
+	}
+	streams := step.Streams{Out: c.OutOrStdout(), Err: c.ErrOrStderr()}
+	asJSON := s.format != nil && *s.format == step.FormatJSON
+	if asJSON {
+		streams.Out = c.ErrOrStderr()
+	}
+	err := s.runner.Run(c.Context(), streams)
+	if asJSON {
+		// Printed for a refusal too: a script reads why.
+		if jerr := printResult(c.OutOrStdout(), s.runner); jerr != nil && err == nil {
+			err = jerr
+		}
+	}
+	if err != nil {
+		// The report shows the cause in the stage's row; failing to
+		// record it must not hide the error itself.
+		if werr := ws.WriteCause(cause, err); werr != nil {
+			fmt.Fprintf(c.ErrOrStderr(), "%s: recording the cause: %s\n", c.CommandPath(), oneLine(werr))
+		}
+		return &ranError{err: err}
+	}
+	return nil
+}
+
+// printResult writes the runner's result as indented JSON, if it has one.
+func printResult(w io.Writer, r step.Runner) error {
+	res, ok := r.(resulter)
+	if !ok || res.Result() == nil {
+		return nil
+	}
+	b, err := json.MarshalIndent(res.Result(), "", "  ")
+	if err != nil {
+		return fmt.Errorf("printing the result as JSON: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // asUsage makes a validation error a usage error (exit 2), whatever type

@@ -10,6 +10,7 @@ import (
 
 func newVerifyCommand(env lookupEnv) *cobra.Command {
 	o := signing.DefaultVerifyOptions()
+	format := step.FormatText
 	return newStage(stage{
 		name:  step.StageVerify,
 		short: "Verify the image against a containers policy.json",
@@ -17,7 +18,8 @@ func newVerifyCommand(env lookupEnv) *cobra.Command {
 sigstoreSigned requirement for the repository and --public-key, signatures found through sigstore
 attachments. A tag is refused before any registry is asked: the policy is evaluated for one digest.
 Writes the policy.json and registries.d fragments a cluster admin installs on nodes. An unsigned
-image, a tampered image or a wrong key is refused (exit code 3), saying why.
+image, a tampered image or a wrong key is refused (exit code 3), saying why. With -o json the
+decision is printed on stdout as JSON (image, verified, the policy files, the reason for a refusal).
 
 Reads:   the image's signatures in its registry
 Writes:  work/image/policy.json and the registries.d fragment
@@ -31,6 +33,8 @@ Results: VERIFIED (true or false)`,
 			fs.StringVar(&o.Image, "image", o.Image, "image to check as nodes pull it, repository@sha256:<64 hex> (required)")
 			fs.StringVar(&o.PublicKey, "public-key", o.PublicKey, "cosign public key the policy requires")
 			fs.StringVar(&o.NodeKeyPath, "node-key-path", o.NodeKeyPath, "where the key lives on nodes, for the policy fragment")
+			bindFormat(fs, &format)
 		},
+		format: &format,
 	})
 }

@@ -45,7 +45,7 @@ func release(ctx context.Context, root, tag, ociDir, base string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin, err := build.BuildBinary(ctx, root, "./cmd/steps", dir, build.StepsName, platform)
+	bin, err := build.BuildBinary(ctx, root, "./cmd/kiln-steps", dir, build.StepsName, platform)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func DefaultOptions() *Options {
 
 // Validate reports every bad flag at once, before the cluster is asked.
 func (o *Options) Validate() error {
-	errs := []error{step.Required("work", o.Work), o.KubeOptions.Validate()}
+	errs := []error{o.Options.ValidateFolders(), o.KubeOptions.Validate()}
 	if _, err := o.optIn(); err != nil {
 		errs = append(errs, err)
 	}

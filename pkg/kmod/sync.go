@@ -54,7 +54,7 @@ type ImageChecker func(ctx context.Context, ref string) (bool, error)
 // Sync keeps ModuleDay0 objects in step with kmm-managed MachineConfigs
 // (the day-0 proposal's "Setting up the integration") and applies a ModuleDay0's image
 // to its pool's MachineConfig when the nodes do not run its OS ("Modifying
-// day-0 kmods"). cmd/trigger registers it with its manager.
+// day-0 kmods"). cmd/kiln-trigger registers it with its manager.
 type Sync struct {
 	Client    client.Client
 	Namespace string

@@ -45,7 +45,7 @@ func BenchmarkImageConfigChange(b *testing.B) {
 	sizes := benchInts(b, "KILN_BENCH_IMAGE_SIZES", "16")
 	layers := benchInts(b, "KILN_BENCH_IMAGE_LAYERS", "2")
 	rounds := benchInts(b, "KILN_BENCH_IMAGE_ROUNDS", "2")[0]
-	bin := env.BuildBinary(b, "./cmd/steps")
+	bin := env.BuildBinary(b, "./cmd/kiln-steps")
 	kiln := map[[2]int]time.Duration{} // {MB, layers} → kiln's median
 	for _, mb := range sizes {
 		for _, n := range layers {

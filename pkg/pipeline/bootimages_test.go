@@ -32,7 +32,7 @@ func TestRunBootImagesPipeline(t *testing.T) {
 	}
 	before, _ := os.ReadFile(filepath.Join(manifests, "cluster.yaml"))
 	out := &syncBuffer{}
-	e := &Executor{Tasks: tasks, StepBinary: env.BuildBinary(t, "./cmd/steps"), Out: out}
+	e := &Executor{Tasks: tasks, StepBinary: env.BuildBinary(t, "./cmd/kiln-steps"), Out: out}
 	work, runDir := t.TempDir(), t.TempDir()
 	res, err := e.Run(ctx, p, map[string]string{"source": "dir:" + manifests, "stable-timeout": "1s"}, map[string]string{"work": work}, runDir)
 	t.Log("\n" + out.String())

@@ -8,7 +8,7 @@ import (
 )
 
 // WriteTable prints the run as one row per task (finally last) and a
-// status line: what `trigger --once` shows at the end of a local run.
+// status line: what `kiln-trigger --once` shows at the end of a local run.
 func (r *RunResult) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TASK\tSTATUS\tREASON\tDURATION\tATTEMPTS\tRESULTS")

@@ -53,6 +53,7 @@ func (r Remote) transport() http.RoundTripper {
 	if r.Transport != nil {
 		t = r.Transport
 	}
+	t = debugTransport(t)
 	if r.session != nil {
 		t = &pingCache{s: r.session, next: t}
 	}

@@ -22,6 +22,8 @@ type Options struct {
 	// Trigger and Changes say why the run was made and what changed (the
 	// pipeline's params of those names).
 	Trigger, Changes string
+
+	summary *Summary
 }
 
 // DefaultOptions returns report's options with their defaults.
@@ -76,6 +78,7 @@ func (o *Options) Run(_ context.Context, s step.Streams) error {
 			return fmt.Errorf("writing the summary: %w", err)
 		}
 	}
+	o.summary = newSummary(o, lead, rows, conds)
 	if _, err := s.Out.Write(text.Bytes()); err != nil {
 		return err
 	}
@@ -90,18 +93,7 @@ const MaxFailure = 1500
 // stage failed and why (the pipeline's FAILED_STAGE and FAILURE results
 // come from these).
 func writeResults(res *step.Results, rows []Row) error {
-	stage, cause := "", ""
-	for _, r := range rows {
-		if r.Status == "Failed" {
-			stage, cause = r.Stage, r.Cause
-			break
-		}
-	}
-	// Escaped before it is cut, so that the cut result still fits.
-	cause = termsafe.Escape(cause)
-	if r := []rune(cause); len(r) > MaxFailure {
-		cause = string(r[:MaxFailure-1]) + "…"
-	}
+	stage, cause := failed(rows)
 	if err := res.Set("FAILED_STAGE", stage); err != nil {
 		return err
 	}
@@ -109,4 +101,21 @@ func writeResults(res *step.Results, rows []Row) error {
 		return err
 	}
 	return res.Write()
+}
+
+// failed is the first failed stage and its cause, escaped and cut to
+// MaxFailure (escaped before it is cut, so that the cut result still
+// fits).
+func failed(rows []Row) (stage, cause string) {
+	for _, r := range rows {
+		if r.Status == "Failed" {
+			stage, cause = r.Stage, r.Cause
+			break
+		}
+	}
+	cause = termsafe.Escape(cause)
+	if r := []rune(cause); len(r) > MaxFailure {
+		cause = string(r[:MaxFailure-1]) + "…"
+	}
+	return stage, cause
 }

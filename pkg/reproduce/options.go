@@ -37,12 +37,23 @@ type Options struct {
 	// RenderedConfig is a file with the rendered MachineConfig; "" reads
 	// it from the image itself. Either way its hash must be the attested one.
 	RenderedConfig string
-	// Output, when set, receives the report as JSON.
-	Output string
+	// ReportFile, when set, receives the report as JSON.
+	ReportFile string
 	// Deep also reproduces the kiln images the image was built from: the
 	// kmod image under a node image, the unsigned image under a signed
 	// kmod image. Without it those are taken as their digests say.
 	Deep bool
+
+	report *Report
+}
+
+// Result returns the last Run's report, or nil when it compared nothing
+// (cmd/cli prints it with -o json).
+func (o *Options) Result() any {
+	if o.report == nil {
+		return nil
+	}
+	return o.report
 }
 
 // DefaultOptions returns reproduce's options with their defaults. Deep
@@ -57,8 +68,8 @@ func DefaultOptions() *Options {
 // is read: a tag is refused, since only a digest names what was attested.
 func (o *Options) Validate() error {
 	var out error
-	if o.Output != "" && filepath.Base(o.Output) == "." {
-		out = fmt.Errorf("--output %q: want a file", o.Output)
+	if o.ReportFile != "" && filepath.Base(o.ReportFile) == "." {
+		out = fmt.Errorf("--report-file %q: want a file", o.ReportFile)
 	}
 	return step.ValidationErrors(step.RequireDigestRef("image", o.Image), o.IdentityOptions.Validate(),
 		step.Required("buildah", o.Buildah), out)
@@ -96,6 +107,7 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 	bb := osimage.Buildah{Bin: o.Buildah, Env: o.BuildahEnv}
 	rp := &reproducer{o: o, r: r, id: id, bb: bb, work: work, p: step.NewProgress(s.Err, Stage), done: map[string]bool{}}
 	runErr := rp.reproduce(ctx, o.Image)
+	o.report = &rp.report
 	rp.report.WriteText(s.Out)
 	if err := o.write(&rp.report, runErr); err != nil {
 		return err
@@ -112,9 +124,9 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 // write saves the JSON report and the results. A run that failed before
 // comparing anything writes REPRODUCED=false and the error as DIFF.
 func (o *Options) write(rep *Report, runErr error) error {
-	if o.Output != "" {
-		if err := os.WriteFile(o.Output, rep.JSON(), 0o644); err != nil {
-			return fmt.Errorf("writing --output: %w", err)
+	if o.ReportFile != "" {
+		if err := os.WriteFile(o.ReportFile, rep.JSON(), 0o644); err != nil {
+			return fmt.Errorf("writing --report-file: %w", err)
 		}
 	}
 	if o.ResultsDir == "" {

@@ -41,7 +41,7 @@ func (rep *Report) add(r Result) {
 	rep.Reproduced = rep.Reproduced && r.Identical
 }
 
-// JSON is the report as indented JSON (--output).
+// JSON is the report as indented JSON (--report-file, or -o json).
 func (rep *Report) JSON() []byte {
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	return append(b, '\n')
@@ -143,7 +143,7 @@ func writeLayer(w io.Writer, l LayerDiff, in string) {
 	fmt.Fprintf(w, "%s  %-8s %10s  %-19s  %-10s  %-20s  %s\n", fin, "", "size", "sha256", "mode", "mtime", "uid:gid")
 	for i, f := range l.Files {
 		if i == maxFilesShown {
-			fmt.Fprintf(w, "%s… %d more (the --output report lists them all)\n", fin, len(l.Files)-i)
+			fmt.Fprintf(w, "%s… %d more (the JSON report lists them all)\n", fin, len(l.Files)-i)
 			break
 		}
 		line := fmt.Sprintf("%s  %s", f.Change, f.Path)

@@ -141,7 +141,7 @@ func (s *site) reproduce(t *testing.T, image string, set func(*reproduce.Options
 	o.PublicKey = filepath.Join(s.keys, "cosign.pub")
 	o.RegistryOptions = step.RegistryOptions{Insecure: []string{s.host}}
 	o.ResultsDir = t.TempDir()
-	o.Output = filepath.Join(t.TempDir(), "diff.json")
+	o.ReportFile = filepath.Join(t.TempDir(), "diff.json")
 	if set != nil {
 		set(o)
 	}
@@ -156,9 +156,9 @@ func (s *site) reproduce(t *testing.T, image string, set func(*reproduce.Options
 			res.results[n] = string(b)
 		}
 	}
-	if b, err := os.ReadFile(o.Output); err == nil {
+	if b, err := os.ReadFile(o.ReportFile); err == nil {
 		if err := json.Unmarshal(b, &res.report); err != nil {
-			t.Fatalf("--output: %v", err)
+			t.Fatalf("--report-file: %v", err)
 		}
 	}
 	return res

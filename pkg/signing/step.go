@@ -155,6 +155,8 @@ type VerifyOptions struct {
 	step.IdentityOptions
 	Image       string
 	NodeKeyPath string
+
+	result *VerifyResult
 }
 
 // DefaultVerifyOptions returns verify's options with their defaults.
@@ -197,6 +199,7 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	if files != nil {
 		p.Printf("policy fragment for nodes: %s, %s", files.Policy, files.Registries)
 	}
+	o.result = newVerifyResult(o.Image, files, verr)
 	results := o.Results()
 	if err := results.Set("VERIFIED", fmt.Sprint(verr == nil)); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package step
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -25,24 +26,22 @@ type Options struct {
 	Pool string
 }
 
-// Defaults of the shared options: where a Tekton step finds its
-// workspace and writes its results.
-const (
-	DefaultWork       = "/workspace/work"
-	DefaultResultsDir = "/tekton/results"
-)
-
-// DefaultOptions returns the shared options with their defaults. The
-// command line binds each flag with the struct's value as its default
-// (and may take it from the environment first, so a Task sets it once
-// for all steps).
-func DefaultOptions() Options {
-	return Options{Work: DefaultWork, ResultsDir: DefaultResultsDir}
-}
+// DefaultOptions returns the shared options with their defaults: none.
+// Work and ResultsDir have no default on purpose: a path such as
+// /workspace/work is a Tekton pod's, and a step run by hand on a host
+// would write there. A Task passes both (flags, or KILN_WORK and
+// KILN_RESULTS_DIR).
+func DefaultOptions() Options { return Options{} }
 
 // Validate reports every missing or malformed shared flag at once.
 func (o *Options) Validate() error {
-	return ValidationErrors(Required("work", o.Work), o.ValidatePool())
+	return ValidationErrors(o.ValidateFolders(), o.ValidatePool())
+}
+
+// ValidateFolders reports a missing --work or --results-dir: the only
+// folders a stage writes into, so neither may be guessed.
+func (o *Options) ValidateFolders() error {
+	return errors.Join(Required("work", o.Work), Required("results-dir", o.ResultsDir))
 }
 
 // ValidatePool reports a missing or malformed --pool.
@@ -61,6 +60,22 @@ func (o *Options) Workspace() Workspace { return Workspace{Root: o.Work} }
 
 // Results returns a result collector writing into --results-dir.
 func (o *Options) Results() *Results { return NewResults(o.ResultsDir) }
+
+// Formats of -o/--output, for the commands that print a result: text
+// for people (the default), json for scripts. With json, stdout holds
+// the JSON document alone; progress lines go to stderr.
+const (
+	FormatText = "text"
+	FormatJSON = "json"
+)
+
+// ValidateFormat reports an --output that is neither text nor json.
+func ValidateFormat(format string) error {
+	if format != FormatText && format != FormatJSON {
+		return fmt.Errorf("--output %q: want %s or %s", format, FormatText, FormatJSON)
+	}
+	return nil
+}
 
 // RegistryOptions say how to reach container registries.
 type RegistryOptions struct {
@@ -115,6 +130,9 @@ type KubeOptions struct {
 	// Kubeconfig is a kubeconfig path; empty means controller-runtime's
 	// order: $KUBECONFIG, in-cluster, ~/.kube/config.
 	Kubeconfig string
+	// Context is the kubeconfig context to use; empty means its
+	// current-context.
+	Context string
 	// Source is "cluster" or "dir:PATH" (a directory of manifests).
 	Source string
 }
@@ -148,28 +166,41 @@ func usageErrorf(format string, args ...any) error {
 }
 
 // RESTConfig returns the cluster's client config (LoadRESTConfig).
-func (o *KubeOptions) RESTConfig() (*rest.Config, error) { return LoadRESTConfig(o.Kubeconfig) }
+func (o *KubeOptions) RESTConfig() (*rest.Config, error) {
+	return LoadRESTConfig(o.Kubeconfig, o.Context)
+}
 
-// LoadRESTConfig loads a client config the way controller-runtime does,
-// for the steps and the trigger alike. An explicit path is loaded with
-// the loading rules controller-runtime uses for its --kubeconfig flag
-// (clientcmd's deferred loader with ExplicitPath). Without one it is
-// config.GetConfig's order: $KUBECONFIG, then the in-cluster config of
-// the pod's ServiceAccount, then ~/.kube/config. Its package-level
-// --kubeconfig flag (registered on the standard flag set) is never parsed
-// by kiln, so only the path given here counts.
-func LoadRESTConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
-			&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
+// LoadRESTConfig loads a client config the way kubectl and
+// controller-runtime do, for the steps and the trigger alike. An explicit
+// path is loaded alone (clientcmd's deferred loader with ExplicitPath).
+// A context without a path is looked up in $KUBECONFIG or ~/.kube/config
+// (clientcmd's default loading rules): asking for a context means a
+// kubeconfig, so the in-cluster config, which has none, is not tried.
+// With neither it is config.GetConfig's order: $KUBECONFIG, then the
+// in-cluster config of the pod's ServiceAccount, then ~/.kube/config. Its
+// package-level --kubeconfig flag (registered on the standard flag set)
+// is never parsed by kiln, so only the values given here count.
+func LoadRESTConfig(kubeconfig, context string) (*rest.Config, error) {
+	if kubeconfig == "" && context == "" {
+		cfg, err := config.GetConfig()
 		if err != nil {
-			return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+			return nil, fmt.Errorf("loading the cluster config (no --kubeconfig: $KUBECONFIG, in-cluster, ~/.kube/config): %w", err)
 		}
 		return cfg, nil
 	}
-	cfg, err := config.GetConfig()
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	where := "$KUBECONFIG or ~/.kube/config"
+	if kubeconfig != "" {
+		rules = &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}
+		where = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading the cluster config (no --kubeconfig: $KUBECONFIG, in-cluster, ~/.kube/config): %w", err)
+		if context != "" {
+			return nil, fmt.Errorf("loading context %q of kubeconfig %s: %w", context, where, err)
+		}
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", where, err)
 	}
 	return cfg, nil
 }

@@ -34,7 +34,7 @@ func localDirLabelled(t *testing.T, labels string) string {
 	return dir
 }
 
-// planDir plans a manifests folder as `trigger --source dir:` does.
+// planDir plans a manifests folder as `kiln-trigger --source dir:` does.
 func planDir(t *testing.T, dir string) ([]PoolPlan, error) {
 	t.Helper()
 	snap, err := render.LoadDir(dir)

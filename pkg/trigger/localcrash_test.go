@@ -22,7 +22,7 @@ import (
 )
 
 // roleEnv makes the test binary play a part of local mode: "trigger" is
-// cmd/trigger's main, "steps" a stand-in kiln-steps, "sleeper" a tool a
+// cmd/kiln-trigger's main, "steps" a stand-in kiln-steps, "sleeper" a tool a
 // step started. Real processes, no second binary to build.
 const roleEnv = "KILN_TEST_ROLE"
 
@@ -38,11 +38,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// triggerMain is cmd/trigger's main for the flags the tests pass (pkg/
+// triggerMain is cmd/kiln-trigger's main for the flags the tests pass (pkg/
 // parses no command line: cmd/cli does); its steps are the stand-in.
 func triggerMain(args []string) int {
 	o := DefaultOptions()
-	values := map[string]*string{"--source": &o.Source, "--output": &o.Output, "--steps": &o.Local.StepBinary, "--root": &o.Local.Root}
+	values := map[string]*string{"--source": &o.Source, "--output-dir": &o.Output, "--steps": &o.Local.StepBinary, "--root": &o.Local.Root}
 	for i := 0; i < len(args); i++ {
 		switch p, ok := values[args[i]]; {
 		case args[i] == "--once":
@@ -165,7 +165,7 @@ func (r *crashRig) options() Options {
 func (r *crashRig) startTriggerProcess(t *testing.T, hold string) (*exec.Cmd, *bytes.Buffer, []int) {
 	t.Helper()
 	var out bytes.Buffer
-	cmd := exec.Command(os.Args[0], "--source", "dir:"+r.src, "--once", "--output", r.out, "--steps", os.Args[0], "--root", env.RepoRoot())
+	cmd := exec.Command(os.Args[0], "--source", "dir:"+r.src, "--once", "--output-dir", r.out, "--steps", os.Args[0], "--root", env.RepoRoot())
 	cmd.Env = append(os.Environ(), roleEnv+"=trigger", "KILN_TEST_HOLD="+hold)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -33,7 +33,7 @@ func lockOutput(out string) (release func(), err error) {
 		holder, _ := os.ReadFile(path)
 		_ = f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("output folder %s is in use by another run (%s); wait for it or use another --output", out, describeHolder(holder, path))
+			return nil, fmt.Errorf("output folder %s is in use by another run (%s); wait for it or use another --output-dir", out, describeHolder(holder, path))
 		}
 		return nil, fmt.Errorf("locking output folder %s: %w", out, err)
 	}

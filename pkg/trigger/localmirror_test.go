@@ -48,7 +48,7 @@ import (
 // and start again at the one address the sample names.
 func TestRunLocalThroughMirrorWithSourceDown(t *testing.T) {
 	ctx := context.Background()
-	steps := env.BuildBinary(t, "./cmd/steps")
+	steps := env.BuildBinary(t, "./cmd/kiln-steps")
 	source := startCountingFront(t, env.StartRegistry(t, env.RegistryOptions{}).Host)
 	mirror := env.StartRegistry(t, env.RegistryOptions{})
 	own := env.StartRegistry(t, env.RegistryOptions{})

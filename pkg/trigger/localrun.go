@@ -29,16 +29,17 @@ import (
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
-// LocalOptions are local mode's own settings (cmd/trigger flags).
+// LocalOptions are local mode's own settings (kiln-trigger's flags, cmd/cli).
 type LocalOptions struct {
 	// Registry receives the images; empty starts an embedded registry
 	// (go-containerregistry's, blobs on disk under the output folder).
 	Registry string
-	// Key is a folder with cosign.key, cosign.pub and cosign.password;
-	// empty generates a pair under the output folder on first use.
+	// Key is a folder with cosign.key, cosign.pub and cosign.password
+	// (the deprecated --key-dir); empty means Keys' cosign/ folder.
 	Key string
-	// Keys is the folder where generated keys are kept and reused; empty
-	// means keys/ under the output folder. A folder outside it lets runs
+	// Keys is the folder where keys are kept and reused (--keys-dir):
+	// cosign/, kmod-cert/ and kmod-key/, each generated when missing;
+	// empty means keys/ under the output folder. A folder outside it lets runs
 	// from an empty output folder sign with the same keys, as a cluster's
 	// Secrets would: the kmod image holds signed modules, so the same key
 	// is what makes those runs give the same digests.
@@ -47,6 +48,9 @@ type LocalOptions struct {
 	StepBinary, Root string
 	// BootImagePools end their run with the bootimages stage.
 	BootImagePools []string
+	// Verbose passes the trigger's --verbose on to every step (as
+	// KILN_VERBOSE=true).
+	Verbose bool
 }
 
 // runLocal is local mode (docs/local-mode.md): fingerprint the pools of
@@ -131,9 +135,13 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stepEnv := append([]string{"KILN_INSECURE_REGISTRY=" + host}, regEnv...)
+	if o.Local.Verbose {
+		stepEnv = append(stepEnv, "KILN_VERBOSE=true")
+	}
 	l := &localRun{o: o, src: src, out: out, host: host, keys: keys, p: p, st: st, w: w,
 		exec: &pipeline.Executor{Tasks: tasks, StepBinary: o.Local.StepBinary, Out: w, Namespace: "kiln",
-			Env: append([]string{"KILN_INSECURE_REGISTRY=" + host}, regEnv...), Timeouts: localTimeouts}}
+			Env: stepEnv, Timeouts: localTimeouts}}
 	return l.runAll(ctx, todo, waves)
 }
 

@@ -22,7 +22,7 @@ import (
 // examples/ covers its stages, and its image build needs the buildah path
 // the locally made base cannot serve (examples/cluster/README.md, Limits).
 func TestRunLocal(t *testing.T) {
-	steps := env.BuildBinary(t, "./cmd/steps")
+	steps := env.BuildBinary(t, "./cmd/kiln-steps")
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	images, err := examples.Images()
 	if err != nil {

@@ -18,6 +18,8 @@ type Options struct {
 	// Kubeconfig is used in cluster mode; empty means controller-runtime's
 	// order ($KUBECONFIG, in-cluster, ~/.kube/config), as in the steps.
 	Kubeconfig string
+	// Context is the kubeconfig context; empty means its current-context.
+	Context string
 	// Namespace is where PipelineRuns are created.
 	Namespace string
 	// Output is where local mode writes the GitOps change.
@@ -79,7 +81,7 @@ func (o *Options) Validate() error {
 		}
 	case strings.HasPrefix(o.Source, "dir:") && len(o.Source) > len("dir:"):
 		if o.Output == "" {
-			errs = append(errs, errors.New("--output is required with --source dir:PATH"))
+			errs = append(errs, errors.New("--output-dir is required with --source dir:PATH"))
 		}
 	default:
 		errs = append(errs, fmt.Errorf(`--source %q: want "cluster" or "dir:PATH"`, o.Source))

@@ -14,12 +14,12 @@ import (
 	"github.com/kiln-dev/kiln/test/env"
 )
 
-// TestBinaryFailover runs cmd/trigger as real processes: two replicas
+// TestBinaryFailover runs cmd/kiln-trigger as real processes: two replicas
 // with leader election, the leader killed with SIGKILL mid-life, the
 // standby taking over and acting on the next edit; then a SIGTERM stops
 // it cleanly.
 func TestBinaryFailover(t *testing.T) {
-	bin := env.BuildBinary(t, "./cmd/trigger")
+	bin := env.BuildBinary(t, "./cmd/kiln-trigger")
 	h := newHarness(t)
 	h.create(pool("worker", true), machineConfig("00-worker", "worker", "a=1"))
 	kubeconfig := h.kube.Kubeconfig(t)

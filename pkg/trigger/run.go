@@ -33,7 +33,7 @@ func Run(ctx context.Context, o Options) error {
 		return runLocal(ctx, o, os.Stdout)
 	}
 	// The logger is the command line's (cmd/cli: --zap-* flags).
-	cfg, err := step.LoadRESTConfig(o.Kubeconfig)
+	cfg, err := step.LoadRESTConfig(o.Kubeconfig, o.Context)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 // BuildTags are the build tags every kiln binary needs (the Makefile's GOTAGS).
 const BuildTags = "containers_image_openpgp,exclude_graphdriver_btrfs,exclude_graphdriver_devicemapper"
 
-// BuildBinary builds the main package pkg (e.g. "./cmd/steps") of this
+// BuildBinary builds the main package pkg (e.g. "./cmd/kiln-steps") of this
 // repository as `make build` does and returns the binary's path, in a
 // folder removed when t ends.
 func BuildBinary(t testing.TB, pkg string) string {

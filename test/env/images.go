@@ -70,7 +70,7 @@ func StepsBase(t testing.TB) string {
 func StepsReleaseImage(t testing.TB) v1.Image {
 	t.Helper()
 	base := StepsBase(t)
-	bin, err := build.BuildBinary(t.Context(), RepoRoot(), "./cmd/steps", t.TempDir(), build.StepsName, hostPlatform())
+	bin, err := build.BuildBinary(t.Context(), RepoRoot(), "./cmd/kiln-steps", t.TempDir(), build.StepsName, hostPlatform())
 	if err != nil {
 		t.Fatal(err)
 	}

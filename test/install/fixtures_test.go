@@ -50,7 +50,7 @@ func mustStatus(t *testing.T, c client.Client, o client.Object) {
 }
 
 // runStep runs one kiln-steps subcommand in process, exactly as
-// cmd/steps does (cmd/cli's kiln-steps tree).
+// cmd/kiln-steps does (cmd/cli's kiln-steps tree).
 func runStep(t *testing.T, stage string, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer

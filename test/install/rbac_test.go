@@ -51,7 +51,7 @@ func saUser(task string) string { return "system:serviceaccount:" + installNS + 
 
 // TestRBACMatchesSteps renders config/ with krusty, applies its
 // namespaces, CRDs and RBAC to test/env's real apiserver, and runs each
-// stage's real step code (cmd/cli's kiln-steps tree, as cmd/steps
+// stage's real step code (cmd/cli's kiln-steps tree, as cmd/kiln-steps
 // does) against it through a proxy that impersonates the Task's
 // ServiceAccount and records every request. For each stage it requires:
 //   - the step succeeds and did what it should (no rule is missing);
@@ -470,7 +470,7 @@ func cosignKeyFiles(t *testing.T) (key, password string) {
 // image and pushes containerImage, and the step records Built. The
 // options struct is filled directly rather than through flags only to
 // hand buildah test/env's private storage (Buildah.Env has no flag); Run
-// is the function cmd/steps calls.
+// is the function cmd/kiln-steps calls.
 func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 	ctx := context.Background()
 	_, kver, err := env.KernelHeaders()

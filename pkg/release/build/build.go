@@ -43,11 +43,11 @@ func Build(ctx context.Context, o BuildOptions) (Images, string, error) {
 			return Images{}, "", fmt.Errorf("building kiln's images: %w", err)
 		}
 	}
-	trigger, err := BuildBinary(ctx, o.Root, "./cmd/trigger", dir, TriggerName, o.Platform)
+	trigger, err := BuildBinary(ctx, o.Root, "./cmd/kiln-trigger", dir, TriggerName, o.Platform)
 	if err != nil {
 		return Images{}, dir, err
 	}
-	steps, err := BuildBinary(ctx, o.Root, "./cmd/steps", dir, StepsName, o.Platform)
+	steps, err := BuildBinary(ctx, o.Root, "./cmd/kiln-steps", dir, StepsName, o.Platform)
 	if err != nil {
 		return Images{}, dir, err
 	}
