@@ -185,3 +185,35 @@ func FuzzClean(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWalk: any layer bytes give an error or a walk whose names are
+// clean, never a panic, and never a whiteout marker passed on.
+func FuzzWalk(f *testing.F) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, n := range []string{"dir/", "dir/.wh..wh..opq", "dir/b", ".wh.x", "./a/../b"} {
+		_ = tw.WriteHeader(&tar.Header{Name: n, Typeflag: tar.TypeReg, Mode: 0o644})
+	}
+	_ = tw.Close()
+	f.Add(buf.Bytes(), []byte{})
+	f.Fuzz(func(t *testing.T, lower, upper []byte) {
+		var ls []v1.Layer
+		for _, b := range [][]byte{lower, upper} {
+			l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, tarball.WithCompressedCaching)
+			if err != nil {
+				return
+			}
+			ls = append(ls, l)
+		}
+		img, err := mutate.AppendLayers(empty.Image, ls...)
+		if err != nil {
+			return
+		}
+		_ = Walk(img, func(name string, _ *tar.Header, _ io.Reader) error {
+			if c, err := Clean(name); err != nil || c != name || strings.HasPrefix(path.Base(name), WhiteoutPrefix) {
+				t.Fatalf("Walk passed %q", name)
+			}
+			return nil
+		})
+	})
+}
