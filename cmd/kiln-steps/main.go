@@ -1,5 +1,3 @@
-// Command kiln-steps is the multi-call binary behind every step of kiln's
-// Tekton Tasks: one subcommand per stage (cmd/cli).
 package main
 
 import "github.com/kiln-dev/kiln/cmd/cli"

@@ -1,5 +1,6 @@
-// Package bootimage is kiln's MachineSet boot image controller (MSBIC, seed
-// 000): it keeps the boot image reference in every opted-in Machine API
+// Package bootimage is kiln's MachineSet boot image controller, after MCO's
+// (https://github.com/openshift/machine-config-operator/tree/main/pkg/controller/machine-set-boot-image):
+// it keeps the boot image reference in every opted-in Machine API
 // MachineSet equal to the coreos-bootimages stream of the running release,
 // and upgrades stub Ignition user-data to spec 3. Beyond MCO, it updates
 // opted-in Cluster API MachineSets by cloning their GCP/AWS machine template

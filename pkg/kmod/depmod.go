@@ -8,13 +8,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kiln-dev/kiln/pkg/layers"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
@@ -116,49 +116,34 @@ func depmodFiles(kdir string) (map[string][]byte, error) {
 }
 
 // extractKernelTree writes the regular files and folders of the image's
-// /usr/lib/modules/<kver>/ into dir, layer by layer with whiteouts
-// applied. Links (build, source) are skipped: depmod needs none, and with
-// no link in dir every write stays inside it.
+// /usr/lib/modules/<kver>/ into dir, as the flattened image has them.
+// Links (build, source) are skipped: depmod needs none, and with no link
+// in dir every write stays inside it.
 func extractKernelTree(img v1.Image, kver, dir string) error {
 	prefix := ModulesDir + kver + "/"
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	var total int64
-	return walkLayers(img, func(h *tar.Header, r io.Reader) error {
-		p := strings.TrimPrefix(path.Clean(strings.TrimPrefix(h.Name, "/")), "./")
-		if removesAncestor(p, prefix) {
-			return emptyDir(dir) // a later layer may bring the folder back
-		}
-		rel, ok := strings.CutPrefix(p+"/", prefix)
+	return layers.Walk(img, func(p string, h *tar.Header, r io.Reader) error {
+		rel, ok := strings.CutPrefix(p, prefix)
 		if !ok || rel == "" {
 			return nil
 		}
-		rel = strings.TrimSuffix(rel, "/")
-		if !filepath.IsLocal(rel) {
-			return fmt.Errorf("%s: not a path inside the kernel's folder", termsafe.Escape(h.Name))
-		}
 		dst := filepath.Join(dir, filepath.FromSlash(rel))
-		parent, base := filepath.Split(dst)
-		switch {
-		case base == ".wh..wh..opq":
-			return emptyDir(parent)
-		case strings.HasPrefix(base, ".wh."):
-			return os.RemoveAll(filepath.Join(parent, strings.TrimPrefix(base, ".wh.")))
-		case h.Typeflag == tar.TypeDir:
-			if fi, err := os.Lstat(dst); err == nil && !fi.IsDir() {
-				if err := os.Remove(dst); err != nil {
-					return err
-				}
-			}
+		switch h.Typeflag {
+		case tar.TypeDir:
 			return os.MkdirAll(dst, 0o755)
-		case h.Typeflag != tar.TypeReg:
-			return os.RemoveAll(dst) // a link or device replaces what was there
+		case tar.TypeReg:
+		default:
+			return nil
 		}
 		total += h.Size
 		if h.Size > modulesIndexLimit || total > kernelTreeLimit {
 			return fmt.Errorf("%s: over kiln's limit (%d bytes a file, %d in all)", termsafe.Escape(h.Name), int64(modulesIndexLimit), int64(kernelTreeLimit))
 		}
+		// Layers come top first, so a folder's entry may follow its files;
+		// the same path twice is one layer's later entry winning.
 		if err := os.RemoveAll(dst); err != nil {
 			return err
 		}
@@ -172,37 +157,6 @@ func extractKernelTree(img v1.Image, kver, dir string) error {
 		_, err = io.Copy(f, io.LimitReader(r, h.Size))
 		return errors.Join(err, f.Close())
 	})
-}
-
-// removesAncestor reports whether the layer entry p is a whiteout of the
-// folder prefix names or of one of its parents, or an opaque whiteout in
-// one of its parents.
-func removesAncestor(p, prefix string) bool {
-	dir, base := path.Split(p)
-	if !strings.HasPrefix(base, ".wh.") || !strings.HasPrefix(prefix, dir) || dir == prefix {
-		return false // inside the folder, extractKernelTree applies it
-	}
-	if base == ".wh..wh..opq" {
-		return true
-	}
-	return strings.HasPrefix(prefix, dir+strings.TrimPrefix(base, ".wh.")+"/")
-}
-
-// emptyDir removes everything inside dir (an opaque whiteout).
-func emptyDir(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // PlacedModules lists the module files under /usr/lib/modules/<kver>/extra/

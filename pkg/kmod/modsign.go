@@ -1,7 +1,3 @@
-// Package kmod holds kiln's day-0 kernel-module logic (the KMM day-0
-// proposal, https://github.com/rh-ecosystem-edge/kernel-module-management/blob/main/docs/enhancements/0002_day0-integration.md): the
-// ModuleDay0 build arguments, the kmod image build, kernel-module signing
-// and the MachineConfig ⇄ ModuleDay0 sync.
 package kmod
 
 import (

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 )
 
@@ -68,7 +70,11 @@ func Decide(md *kmmv1beta1.ModuleDay0, f Facts) (Plan, error) {
 	if p.Sign {
 		p.SignSource = om.Sign.UnsignedImage
 		if p.SignSource == "" {
-			p.SignSource = unsignedRef(om.ContainerImage)
+			ref, err := unsignedRef(om.ContainerImage)
+			if err != nil {
+				return Plan{}, fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+			}
+			p.SignSource = ref
 		}
 		if p.Build {
 			p.BuildTarget = p.SignSource
@@ -87,12 +93,28 @@ func Decide(md *kmmv1beta1.ModuleDay0, f Facts) (Plan, error) {
 	return p, nil
 }
 
-// unsignedRef appends "-unsigned" to the tag, or adds that tag.
-func unsignedRef(ref string) string {
-	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
-		return ref + "-unsigned"
+// unsignedRef names the unsigned image after containerImage: its
+// repository, with "-unsigned" after its tag, or the tag "unsigned" when
+// it has none. A digest is dropped: the build pushes by tag, and the
+// signed image's digest is not known before it is made.
+func unsignedRef(ref string) (string, error) {
+	if _, err := name.ParseReference(ref); err != nil {
+		return "", fmt.Errorf("spec.osMapping.containerImage %q: %w", ref, err)
 	}
-	return ref + ":unsigned"
+	base, _, _ := strings.Cut(ref, "@") // the digest, validated above
+	tagged, err := name.NewTag(base, name.WithDefaultTag(""))
+	if err != nil {
+		return "", fmt.Errorf("spec.osMapping.containerImage %q: %w", ref, err)
+	}
+	tag := "unsigned"
+	if t := tagged.TagStr(); t != "" {
+		tag = t + "-unsigned"
+	}
+	out, err := name.NewTag(tagged.Context().Name() + ":" + tag)
+	if err != nil {
+		return "", fmt.Errorf("spec.osMapping.containerImage %q: making the unsigned image's tag: %w", ref, err)
+	}
+	return out.String(), nil
 }
 
 // Build arguments kiln passes (KMM's names, from the day-0 proposal).

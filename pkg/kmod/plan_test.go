@@ -68,8 +68,35 @@ func TestDecide(t *testing.T) {
 			}
 		})
 	}
-	if got := unsignedRef("registry:5000/repo"); got != "registry:5000/repo:unsigned" {
-		t.Errorf("unsignedRef without tag: %s", got)
+}
+
+// TestUnsignedRef: the unsigned image is containerImage's repository with
+// "-unsigned" after its tag, or the tag "unsigned" when it has none; a
+// digest is never part of it, and a registry port is no tag.
+func TestUnsignedRef(t *testing.T) {
+	const dig = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, tc := range []struct{ ref, want, wantErr string }{
+		{ref: "quay.io/org/mod:v1", want: "quay.io/org/mod:v1-unsigned"},
+		{ref: "registry:5000/repo", want: "registry:5000/repo:unsigned"},
+		{ref: "registry:5000/repo:v2", want: "registry:5000/repo:v2-unsigned"},
+		{ref: "quay.io/org/mod@" + dig, want: "quay.io/org/mod:unsigned"},
+		{ref: "registry:5000/org/mod@" + dig, want: "registry:5000/org/mod:unsigned"},
+		{ref: "quay.io/org/mod:v1@" + dig, want: "quay.io/org/mod:v1-unsigned"},
+		{ref: "quay.io/org/mod:" + strings.Repeat("t", 128), wantErr: `spec.osMapping.containerImage "quay.io/org/mod:` + strings.Repeat("t", 128) + `": making the unsigned image's tag: `},
+		{ref: "quay.io/Org/mod:v1", wantErr: `spec.osMapping.containerImage "quay.io/Org/mod:v1": `},
+	} {
+		t.Run(tc.ref, func(t *testing.T) {
+			got, err := unsignedRef(tc.ref)
+			if tc.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+					t.Fatalf("unsignedRef = %q, %v; want an error starting %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("unsignedRef = %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }
 

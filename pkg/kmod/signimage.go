@@ -3,7 +3,6 @@ package kmod
 import (
 	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -16,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kiln-dev/kiln/pkg/layers"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
@@ -121,8 +121,7 @@ func KernelFullVersion(img v1.Image) (string, error) {
 		return v, nil
 	}
 	var versions []string
-	err = walkLayers(img, func(h *tar.Header, _ io.Reader) error {
-		p := strings.TrimPrefix(path.Clean(h.Name), "./")
+	err = layers.Walk(img, func(p string, h *tar.Header, _ io.Reader) error {
 		if rest, ok := strings.CutPrefix(p, "usr/lib/modules/"); ok && rest != "" && !strings.Contains(rest, "/") && h.Typeflag == tar.TypeDir {
 			versions = append(versions, rest)
 		}
@@ -141,15 +140,12 @@ func KernelFullVersion(img v1.Image) (string, error) {
 
 // imageFiles indexes the image's final filesystem: regular files with
 // their content (up to modulesIndexLimit) for files that could be modules,
-// and headers for everything else. Later layers win; whiteouts remove.
+// and headers for everything else, as the flattened image has them.
 func imageFiles(img v1.Image) (fstest.MapFS, error) {
 	files := fstest.MapFS{}
-	err := walkLayers(img, func(h *tar.Header, r io.Reader) error {
-		p := strings.TrimPrefix(path.Clean(h.Name), "./")
-		dir, base := path.Split(p)
-		if strings.HasPrefix(base, ".wh.") {
-			deleteTree(files, path.Join(dir, strings.TrimPrefix(base, ".wh.")))
-			return nil
+	err := layers.Walk(img, func(p string, h *tar.Header, r io.Reader) error {
+		if p == "" {
+			return nil // the root folder itself
 		}
 		f := &fstest.MapFile{Mode: fs.FileMode(h.Mode).Perm(), ModTime: h.ModTime, Sys: header{uid: h.Uid, gid: h.Gid}}
 		switch h.Typeflag {
@@ -206,43 +202,4 @@ func aliasOpt(files fstest.MapFS) {
 			files["opt/"+rest] = f
 		}
 	}
-}
-
-func deleteTree(files fstest.MapFS, p string) {
-	for k := range files {
-		if k == p || strings.HasPrefix(k, p+"/") {
-			delete(files, k)
-		}
-	}
-}
-
-// walkLayers calls fn for every entry of every layer, bottom first.
-func walkLayers(img v1.Image, fn func(*tar.Header, io.Reader) error) error {
-	layers, err := img.Layers()
-	if err != nil {
-		return err
-	}
-	for i, l := range layers {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			return fmt.Errorf("layer %d: %w", i, err)
-		}
-		tr := tar.NewReader(rc)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				rc.Close()
-				return fmt.Errorf("layer %d: %w", i, err)
-			}
-			if err := fn(h, tr); err != nil {
-				rc.Close()
-				return err
-			}
-		}
-		rc.Close()
-	}
-	return nil
 }

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	imagev1 "github.com/openshift/api/image/v1"
 
+	"github.com/kiln-dev/kiln/pkg/layers"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
@@ -109,9 +110,8 @@ func releaseImage(ctx context.Context, r registry.Remote, ref string) (v1.Image,
 }
 
 // ReadImageFile returns one regular file of an image's flattened filesystem
-// (p without a leading slash). Layers are read top down and the first that
-// has p wins; a whiteout of p or of a parent folder, or an opaque parent
-// folder, in a layer above ends the search: the file was deleted.
+// (p without a leading slash), reading layers top down only as far as the
+// one that holds it.
 //
 // Not mutate.Extract: it ignores opaque-folder markers (.wh..wh..opq, which
 // buildah writes when a RUN replaces a folder) and so would return a file
@@ -131,73 +131,32 @@ var ErrNotInImage = errors.New("not in the image")
 // a larger one is an error, and nothing of it is read into memory.
 func ReadImageFileLimit(img v1.Image, p string, limit int64) ([]byte, error) {
 	p = path.Clean(strings.TrimPrefix(p, "/"))
-	layers, err := img.Layers()
-	if err != nil {
-		return nil, fmt.Errorf("listing layers: %w", err)
-	}
-	for i := len(layers) - 1; i >= 0; i-- {
-		data, found, deleted, err := fileInLayer(layers[i], p, limit)
+	var data []byte
+	found := false
+	err := layers.Walk(img, func(n string, h *tar.Header, r io.Reader) error {
+		if n != p {
+			return nil
+		}
+		if h.Typeflag != tar.TypeReg {
+			return fmt.Errorf("%s is not a regular file (tar type %q)", p, h.Typeflag)
+		}
+		if h.Size > limit {
+			return fmt.Errorf("%s is %d bytes, more than the %d kiln reads", p, h.Size, limit)
+		}
+		b, err := io.ReadAll(r)
 		if err != nil {
-			return nil, fmt.Errorf("reading layer %d: %w", i, err)
+			return err
 		}
-		if found {
-			return data, nil
-		}
-		if deleted {
-			break
-		}
-	}
-	return nil, fmt.Errorf("/%s: %w", p, ErrNotInImage)
-}
-
-// fileInLayer looks for p in one layer's tar. A layer may hold both an
-// opaque marker of a parent and p itself (the folder was replaced): then p
-// is found.
-func fileInLayer(l v1.Layer, p string, limit int64) (data []byte, found, deleted bool, err error) {
-	rc, err := l.Uncompressed()
+		data, found = b, true
+		return layers.ErrStop
+	})
 	if err != nil {
-		return nil, false, false, err
+		return nil, err
 	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil, false, deleted, nil
-		}
-		if err != nil {
-			return nil, false, false, err
-		}
-		n := path.Clean(strings.TrimPrefix(h.Name, "/"))
-		if n == p {
-			if h.Typeflag != tar.TypeReg {
-				return nil, false, false, fmt.Errorf("%s is not a regular file (tar type %q)", p, h.Typeflag)
-			}
-			if h.Size > limit {
-				return nil, false, false, fmt.Errorf("%s is %d bytes, more than the %d kiln reads", p, h.Size, limit)
-			}
-			b, err := io.ReadAll(tr)
-			return b, err == nil, false, err
-		}
-		if whitesOut(n, p) {
-			deleted = true
-		}
+	if !found {
+		return nil, fmt.Errorf("/%s: %w", p, ErrNotInImage)
 	}
-}
-
-// whitesOut: entry n (an AUFS-style whiteout, as in OCI layers) deletes p.
-func whitesOut(n, p string) bool {
-	dir, base := path.Split(n)
-	dir = strings.TrimSuffix(dir, "/")
-	switch {
-	case base == ".wh..wh..opq":
-		// Opaque folder: everything below dir in lower layers is gone.
-		return dir == "" || dir == "." || strings.HasPrefix(p, dir+"/")
-	case strings.HasPrefix(base, ".wh."):
-		gone := path.Join(dir, strings.TrimPrefix(base, ".wh."))
-		return p == gone || strings.HasPrefix(p, gone+"/")
-	}
-	return false
+	return data, nil
 }
 
 // ParseImageReferences reads an image-references ImageStream into tag name

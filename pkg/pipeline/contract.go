@@ -2,20 +2,20 @@ package pipeline
 
 import (
 	"fmt"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 )
 
-var resultRef = regexp.MustCompile(`\$\(tasks\.([a-z0-9-]+)\.results\.([A-Za-z0-9_.-]+)\)`)
-
 // CheckPipelineTasks checks a Pipeline against the Tasks it references,
 // what the Tekton controller would only find when a run reaches them:
 // every referenced Task exists, required params are given and no unknown
 // ones are, required workspaces are bound and no unknown ones are, and
-// every $(tasks.X.results.Y) names a result X's Task declares.
+// every $(tasks.X.results.Y) — in params, matrix, when expressions and
+// Pipeline results, found by Tekton's own parser — names a result X's
+// Task declares (and, for $(tasks.X.results.Y.key), a key of it).
 func CheckPipelineTasks(p *tektonv1.Pipeline, tasks map[string]*tektonv1.Task) error {
 	byName := map[string]*tektonv1.Task{}
 	var problems []string
@@ -33,18 +33,16 @@ func CheckPipelineTasks(p *tektonv1.Pipeline, tasks map[string]*tektonv1.Task) e
 		problems = append(problems, checkParams(pt, t)...)
 		problems = append(problems, checkWorkspaces(pt, t)...)
 	}
-	for _, pt := range all {
-		for _, param := range pt.Params {
-			for _, v := range append([]string{param.Value.StringVal}, param.Value.ArrayVal...) {
-				problems = append(problems, checkResultRefs(pt.Name, v, byName)...)
-			}
-		}
+	for i := range all {
+		problems = append(problems, checkResultRefs(all[i].Name, tektonv1.PipelineTaskResultRefs(&all[i]), byName)...)
 	}
 	for _, r := range p.Spec.Results {
-		problems = append(problems, checkResultRefs("results."+r.Name, r.Value.StringVal, byName)...)
+		exprs, _ := r.GetVarSubstitutionExpressions()
+		problems = append(problems, checkResultRefs("results."+r.Name, tektonv1.NewResultRefs(exprs), byName)...)
 	}
 	if len(problems) > 0 {
 		sort.Strings(problems)
+		problems = slices.Compact(problems) // one ref used twice is one problem
 		return fmt.Errorf("Pipeline %s: %s", p.Name, strings.Join(problems, "; "))
 	}
 	return nil
@@ -92,21 +90,38 @@ func checkWorkspaces(pt tektonv1.PipelineTask, t *tektonv1.Task) []string {
 	return out
 }
 
-func checkResultRefs(where, v string, byName map[string]*tektonv1.Task) []string {
+func checkResultRefs(where string, refs []*tektonv1.ResultRef, byName map[string]*tektonv1.Task) []string {
 	var out []string
-	for _, m := range resultRef.FindAllStringSubmatch(v, -1) {
-		t, ok := byName[m[1]]
+	for _, ref := range refs {
+		t, ok := byName[ref.PipelineTask]
 		if !ok {
-			out = append(out, fmt.Sprintf("%s: $(tasks.%s…) names no task", where, m[1]))
+			out = append(out, fmt.Sprintf("%s: $(tasks.%s…) names no task", where, ref.PipelineTask))
 			continue
 		}
-		found := false
-		for _, r := range t.Spec.Results {
-			found = found || r.Name == m[2]
+		i := slices.IndexFunc(t.Spec.Results, func(r tektonv1.TaskResult) bool { return r.Name == ref.Result })
+		if i < 0 {
+			out = append(out, fmt.Sprintf("%s: Task %s has no result %s", where, t.Name, ref.Result))
+			continue
 		}
-		if !found {
-			out = append(out, fmt.Sprintf("%s: Task %s has no result %s", where, t.Name, m[2]))
+		if msg := checkResultKey(t.Spec.Results[i], ref.Property); msg != "" {
+			out = append(out, fmt.Sprintf("%s: result %s of Task %s %s", where, ref.Result, t.Name, msg))
 		}
 	}
 	return out
+}
+
+// checkResultKey: $(tasks.X.results.Y.key) needs Y to be an object result
+// that declares key.
+func checkResultKey(r tektonv1.TaskResult, key string) string {
+	switch {
+	case key == "":
+		return ""
+	case r.Type != tektonv1.ResultsTypeObject:
+		return fmt.Sprintf("is not an object, so it has no key %s", key)
+	case r.Properties != nil:
+		if _, ok := r.Properties[key]; !ok {
+			return "has no key " + key
+		}
+	}
+	return ""
 }

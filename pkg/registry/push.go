@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -17,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // PushImage pushes img to ref (a tag or a digest in its own registry, never
@@ -360,18 +360,19 @@ func (p *pusher) do(ctx context.Context, method, u string, body io.Reader, size 
 	return resp, nil
 }
 
-// retry runs f again after a transient failure, with r's backoff.
+// retry runs f again after a transient failure, with r's backoff: at most
+// Steps tries. When it gives up, or ctx ends, f's last error is returned.
 func (r Remote) retry(ctx context.Context, f func() error) error {
-	b := r.backoff()
-	for {
-		err := f()
-		if err == nil || !retryable(err) || b.Steps <= 1 {
-			return err
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff(r.backoff()), func(context.Context) (bool, error) {
+		last = f()
+		if last != nil && !retryable(last) {
+			return false, last
 		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(b.Step()):
-		}
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return last
 	}
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"go.podman.io/image/v5/docker/reference"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // A scope is what registries.conf matches references against
@@ -17,9 +18,22 @@ import (
 // anchoredDomain is a registry host[:port], as containers/image parses it.
 var anchoredDomain = regexp.MustCompile("^" + reference.DomainRegexp.String() + "$")
 
-// hostLabels is a DNS name without port: what may follow "*." in a
-// wildcard scope.
-var hostLabels = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?)*$`)
+// domainErrs says why d is not a DNS name without port (what may follow
+// "*." in a wildcard scope), with apimachinery's rules and messages: an
+// RFC 1123 subdomain of at most 253 characters whose labels are at most
+// 63. DNS names are case-insensitive, so upper case is lowered first.
+func domainErrs(d string) []string {
+	d = strings.ToLower(d)
+	if errs := validation.IsDNS1123Subdomain(d); len(errs) > 0 {
+		return errs
+	}
+	for _, l := range strings.Split(d, ".") {
+		if errs := validation.IsDNS1123Label(l); len(errs) > 0 {
+			return errs
+		}
+	}
+	return nil
+}
 
 // checkScope says why s is not a scope, or nil. wildcard allows *.domain
 // (mirror sources, insecure and blocked registries; never a mirror). The
@@ -36,8 +50,8 @@ func checkScope(s string, wildcard bool) error {
 		if !wildcard {
 			return errors.New("a wildcard is not allowed here")
 		}
-		if !hostLabels.MatchString(s[2:]) {
-			return errors.New("a wildcard scope is *. followed by a domain, without port, path, tag or digest")
+		if errs := domainErrs(s[2:]); len(errs) > 0 {
+			return errors.New("a wildcard scope is *. followed by a domain, without port, path, tag or digest: " + strings.Join(errs, "; "))
 		}
 		return nil
 	case strings.Contains(s, "*"):
@@ -126,8 +140,8 @@ func hostOf(scope string) string {
 // unchecked; kiln refuses a key that is not a host, port 1-65535).
 func caHost(key string) (string, error) {
 	host, port, hasPort := strings.Cut(key, "..")
-	if !hostLabels.MatchString(host) {
-		return "", errors.New("not a registry host or host..port")
+	if errs := domainErrs(host); len(errs) > 0 {
+		return "", errors.New("not a registry host or host..port: " + strings.Join(errs, "; "))
 	}
 	if !hasPort {
 		return host, nil

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Fetcher fetches remote sources for snapshots. MCO leaves remote
@@ -97,28 +99,26 @@ func (f *Fetcher) Fetch(ctx context.Context, u string, headers http.Header) ([]b
 	return body, err
 }
 
+// fetch tries up to Attempts times, waiting Backoff and then twice as
+// long each time; a permanent error or ctx's end stops it early.
 func (ff Fetcher) fetch(ctx context.Context, u string, headers http.Header) ([]byte, error) {
-	wait := ff.Backoff
+	var body []byte
 	var err error
-	for attempt := 1; attempt <= ff.Attempts; attempt++ {
-		var body []byte
+	b := wait.Backoff{Duration: ff.Backoff, Factor: 2, Steps: ff.Attempts}
+	werr := wait.ExponentialBackoffWithContext(ctx, b, func(ctx context.Context) (bool, error) {
 		body, err = ff.once(ctx, u, headers)
-		if err == nil {
-			return body, nil
+		if errors.As(err, new(permanentError)) {
+			return false, err
 		}
-		var perm permanentError
-		if errors.As(err, &perm) || ctx.Err() != nil || attempt == ff.Attempts {
-			break
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
-		wait *= 2
-	}
-	if errors.As(err, new(permanentError)) {
+		return err == nil, nil
+	})
+	switch {
+	case werr == nil:
+		return body, nil
+	case errors.As(err, new(permanentError)):
 		return nil, err
+	case ctx.Err() != nil:
+		return nil, context.Cause(ctx)
 	}
 	return nil, fmt.Errorf("%w (after %d attempts)", err, ff.Attempts)
 }

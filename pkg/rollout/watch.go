@@ -7,6 +7,7 @@ import (
 	"io"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,8 +80,15 @@ func (w *watcher) resync(ctx context.Context) (watch.Interface, watch.Interface,
 	if err := w.c.List(ctx, mcns); err != nil {
 		return nil, nil, fmt.Errorf("listing MachineConfigNodes: %w", err)
 	}
+	listed := map[string]bool{}
 	for i := range mcns.Items {
+		listed[mcns.Items[i].Name] = true
 		w.observeNode(&mcns.Items[i])
+	}
+	for _, mcn := range w.v.tracker.Nodes() {
+		if !listed[mcn.Name] {
+			w.v.tracker.Forget(mcn.Name) // deleted while no watch ran
+		}
 	}
 	w.log.table(w.v.tracker, false)
 	poolW, err := w.c.Watch(ctx, &mcfgv1.MachineConfigPoolList{}, client.MatchingFields{"metadata.name": w.pool},
@@ -97,8 +105,8 @@ func (w *watcher) resync(ctx context.Context) (watch.Interface, watch.Interface,
 	return poolW, mcnW, nil
 }
 
-// loop applies events until cond is done (true), a watch closes (false,
-// nil), or it fails.
+// loop applies events until cond is done (true), a watch closes or
+// expires (false, nil), or it fails.
 func (w *watcher) loop(ctx context.Context, poolW, mcnW watch.Interface, cond condition) (bool, error) {
 	for {
 		if done, err := cond(ctx, &w.v); done || err != nil {
@@ -108,26 +116,69 @@ func (w *watcher) loop(ctx context.Context, poolW, mcnW watch.Interface, cond co
 		case <-ctx.Done():
 			return false, ctx.Err()
 		case ev, ok := <-poolW.ResultChan():
-			if !ok {
-				return false, nil
+			if relist, err := watchEnded(ev, ok, "MachineConfigPool "+w.pool); relist || err != nil {
+				return false, err
 			}
 			if p, isPool := ev.Object.(*mcfgv1.MachineConfigPool); isPool && ev.Type != watch.Deleted {
 				w.v.pool = p
 			}
 		case ev, ok := <-mcnW.ResultChan():
-			if !ok {
-				return false, nil
+			if relist, err := watchEnded(ev, ok, "MachineConfigNodes"); relist || err != nil {
+				return false, err
 			}
-			if mcn, isMCN := ev.Object.(*mcfgv1.MachineConfigNode); isMCN && ev.Type != watch.Deleted {
+			mcn, isMCN := ev.Object.(*mcfgv1.MachineConfigNode)
+			switch {
+			case !isMCN:
+			case ev.Type == watch.Deleted:
+				w.forgetNode(mcn.Name)
+			default:
 				w.observeNode(mcn)
 			}
 		}
 	}
 }
 
+// watchEnded says whether a watch event ends the watch: a closed channel
+// or a 410 (the resourceVersion was compacted away: only a new list
+// continues) is a relist; any other error event fails the wait, naming
+// what was watched. The watch.Interface contract does not promise the
+// channel closes after an error, so the error itself must end the loop.
+// https://kubernetes.io/docs/reference/using-api/api-concepts/#efficient-detection-of-changes
+func watchEnded(ev watch.Event, ok bool, what string) (relist bool, err error) {
+	if !ok {
+		return true, nil
+	}
+	if ev.Type != watch.Error {
+		return false, nil
+	}
+	err = apierrors.FromObject(ev.Object)
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return true, nil
+	}
+	return false, fmt.Errorf("watching %s: %w", what, err)
+}
+
+// forgetNode stops tracking a deleted node: the pool no longer counts it,
+// so no wait may wait for it.
+func (w *watcher) forgetNode(name string) {
+	if w.v.tracker.Forget(name) {
+		w.log.printf("node %s: MachineConfigNode deleted; no longer tracked", name)
+		w.log.table(w.v.tracker, false)
+	}
+}
+
+// Forget drops a node's MachineConfigNode (its transitions stay in the
+// timeline) and reports whether it was tracked.
+func (t *Tracker) Forget(name string) bool {
+	_, ok := t.nodes[name]
+	delete(t.nodes, name)
+	return ok
+}
+
 // observeNode records a node of this pool and logs its phase changes.
 func (w *watcher) observeNode(mcn *mcfgv1.MachineConfigNode) {
 	if mcn.Spec.Pool.Name != w.pool {
+		w.forgetNode(mcn.Name) // moved to another pool
 		return
 	}
 	if evs, first := w.v.tracker.Observe(mcn); !first && len(evs) > 0 {

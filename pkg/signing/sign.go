@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -25,6 +26,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
 	sigpayload "github.com/sigstore/sigstore/pkg/signature/payload"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -183,7 +186,10 @@ func publish(digest name.Digest, sv signature.Verifier, ro mutate.ReplaceOp, sig
 	// provenance (ownReplace): a new run's replaces the old one instead of
 	// piling up, and another identity's stays verifiable.
 	replace := mutate.WithReplaceOp(ro)
-	for attempt := 1; ; attempt++ {
+	// No wait between tries: each reads the registry's state afresh just
+	// before writing, which is what another writer's race needs.
+	b := wait.Backoff{Steps: publishAttempts}
+	err := retry.OnError(b, func(err error) bool { return errors.Is(err, errReplaced) }, func() error {
 		se, err := ociremote.SignedEntity(digest, oopts...)
 		if err != nil {
 			return err
@@ -206,14 +212,19 @@ func publish(digest name.Digest, sv signature.Verifier, ro mutate.ReplaceOp, sig
 			return err
 		}
 		ok, err := published(digest, dd, sig, att, oopts)
-		if err != nil || ok {
-			return err
+		if err == nil && !ok {
+			return errReplaced
 		}
-		if attempt == publishAttempts {
-			return fmt.Errorf("another writer replaced the .sig or .att tag %d times", attempt)
-		}
+		return err
+	})
+	if errors.Is(err, errReplaced) {
+		return fmt.Errorf("another writer replaced the .sig or .att tag %d times", publishAttempts)
 	}
+	return err
 }
+
+// errReplaced: what publish wrote was not there when read back.
+var errReplaced = errors.New("the .sig or .att tag was replaced")
 
 // published reports whether the registry's .sig holds sig (or an equal
 // one from an earlier run, the dupe detector's test) and its .att holds att.

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,8 +50,10 @@ func (o *Options) ValidatePool() error {
 	if o.Pool == "" {
 		return fmt.Errorf("--pool is required")
 	}
-	if strings.ContainsAny(o.Pool, "/ ") {
-		return fmt.Errorf("--pool %q: not a MachineConfigPool name", o.Pool)
+	// The apiserver's rule for a custom resource's metadata.name, and its
+	// message, so a name it would refuse never reaches a path or a label.
+	if errs := validation.IsDNS1123Subdomain(o.Pool); len(errs) > 0 {
+		return fmt.Errorf("--pool %q: not a MachineConfigPool name: %s", o.Pool, strings.Join(errs, "; "))
 	}
 	return nil
 }
