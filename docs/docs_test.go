@@ -162,6 +162,8 @@ func TestReferenceProblems(t *testing.T) {
 		{"the file", "read " + design + ".md\n", []string{`f.go:1: "` + design + `.md"`}},
 		{"a path out of the repository", "see " + shared + "x\n", []string{`f.go:1: "` + shared + `"`}},
 		{"words that merely look alike", "a seeded random source (seed 42); DESIGNS; design.md; ../sharedir\n", nil},
+		{"the document by its old name", "as the " + seed + "'s sample says\n", []string{`f.go:1: "the ` + seed + `'s"`}},
+		{"a quoted section", "(" + seed + " \"Skew\")\n", []string{`f.go:1: "` + seed + ` \""`}},
 		{"binary content", "\x00" + "seed" + " 003", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -255,6 +255,7 @@ var privateRefs = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)\bseeds? ?0\d\d\b`),
 	regexp.MustCompile(`DESIGN(\.md| ?§)`),
 	regexp.MustCompile(`\.\./shared/`),
+	regexp.MustCompile(`(?i)\b(the|a) seeds?('s)?\b|\bseeds?'s\b|\bseed "`),
 }
 
 // referenceExempt are files whose content is checksums, not text.

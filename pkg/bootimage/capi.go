@@ -48,12 +48,12 @@ const (
 
 // CAPIMode selects the Cluster API MachineSets to manage.
 //
-// Difference from the seed: the seed opts CAPI MachineSets in through a
+// Difference from the enhancement, which opts CAPI MachineSets in through a
 // MachineConfiguration machineManagers entry with apiGroup cluster.x-k8s.io,
 // but the pinned openshift/api only accepts machine.openshift.io there (the
 // apiserver rejects the entry). kiln therefore takes the CAPI opt-in from
 // flags of the step: --capi-mode None (default) / All / Partial with
-// --capi-selector, the same three modes as the seed's selector.
+// --capi-selector, the same three modes as the enhancement's selector.
 type CAPIMode string
 
 // CAPI opt-in modes.

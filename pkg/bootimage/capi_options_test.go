@@ -17,7 +17,7 @@ import (
 )
 
 // TestStepLocalModeCAPI: in local mode a stale AWSMachineTemplate is cloned
-// into the output folder, the MachineSet (v1beta1 form, as in the seed) is
+// into the output folder, the MachineSet (v1beta1 form, as in the enhancement) is
 // written pointing at the clone, and the old template is listed for deletion.
 func TestStepLocalModeCAPI(t *testing.T) {
 	src, work := t.TempDir(), t.TempDir()

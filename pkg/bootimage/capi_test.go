@@ -13,7 +13,7 @@ import (
 )
 
 // Templates as OpenShift's installer writes them for Cluster API (the GCP one
-// is the seed's sample; field names from CAPG v1beta1 and CAPA v1beta2).
+// is the enhancement's sample; field names from CAPG v1beta1 and CAPA v1beta2).
 const gcpTemplateYAML = `apiVersion: infrastructure.cluster.x-k8s.io/v1beta1
 kind: GCPMachineTemplate
 metadata:

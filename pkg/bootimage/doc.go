@@ -4,7 +4,9 @@
 // MachineSet equal to the coreos-bootimages stream of the running release,
 // and upgrades stub Ignition user-data to spec 3. Beyond MCO, it updates
 // opted-in Cluster API MachineSets by cloning their GCP/AWS machine template
-// (capi*.go).
+// (capi*.go). "The enhancement" in this package's comments is OpenShift's
+// boot images enhancement
+// (https://github.com/openshift/enhancements/blob/master/enhancements/machine-config/manage-boot-images.md).
 //
 // It follows MCO's pkg/controller/bootimage in behaviour, not in code. MCO
 // runs it as a long-lived informer-driven controller; kiln runs it as a

@@ -17,14 +17,14 @@ func HistoryName(ms *machinev1beta1.MachineSet) string { return ms.Name + "-mapi
 
 // recordHistory appends one entry (release, image, ConfigMap generation) to
 // the MachineSet's BootImageHistory, creating it on first use. Beyond MCO:
-// MCO keeps no history (the seed leaves it as future work).
+// MCO keeps no history (the enhancement leaves it as future work).
 func (p *pass) recordHistory(ctx context.Context, ms *machinev1beta1.MachineSet, plan Plan) error {
 	return p.record(ctx, ms.Namespace, HistoryName(ms), mcfgv1alpha1.MachineResourceReference{
 		Name: ms.Name, Resource: "MachineSet", APIGroup: machinev1beta1.GroupName}, plan)
 }
 
 // CAPIHistoryName names the BootImageHistory of a Cluster API MachineSet:
-// "<name>-capi-machineset", after the seed's example.
+// "<name>-capi-machineset", after the enhancement's example.
 func CAPIHistoryName(name string) string { return name + "-capi-machineset" }
 
 func (p *pass) record(ctx context.Context, ns, name string, ref mcfgv1alpha1.MachineResourceReference, plan Plan) error {

@@ -14,7 +14,7 @@ type PlatformSupport struct {
 	// Supported platforms have an Updater.
 	Supported bool
 	// DefaultOn platforms opt Machine API MachineSets in when the admin has
-	// no opinion (the seed's "default-on" column).
+	// no opinion (the enhancement's "default-on" column).
 	DefaultOn bool
 }
 
@@ -54,10 +54,10 @@ func platformOf(infra *configv1.Infrastructure) configv1.PlatformType {
 //     reflected as is;
 //   - an admin entry for Machine API MachineSets is reflected verbatim;
 //   - otherwise that entry is All on a default-on release/platform, else None
-//     (the seed's first two scenarios);
+//     (the enhancement's first two scenarios);
 //
 // and every other admin entry (other resources or API groups) is reflected
-// too. MCO reflects only the Machine API (and CPMS) entries; the seed asks
+// too. MCO reflects only the Machine API (and CPMS) entries; the enhancement asks
 // the status to mirror the configuration, so kiln mirrors all of it.
 func EffectiveManagedBootImages(spec, prior operatorv1.ManagedBootImages, defaultOn bool) operatorv1.ManagedBootImages {
 	if spec.MachineManagers != nil && len(spec.MachineManagers) == 0 {

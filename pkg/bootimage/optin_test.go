@@ -18,7 +18,7 @@ func mapi(mode operatorv1.MachineManagerSelectorMode, sel *metav1.LabelSelector)
 	return m
 }
 
-// TestEffectiveManagedBootImages covers the seed's three status scenarios
+// TestEffectiveManagedBootImages covers the enhancement's three status scenarios
 // and the legacy empty-list opt-out.
 func TestEffectiveManagedBootImages(t *testing.T) {
 	partial := &metav1.LabelSelector{MatchLabels: map[string]string{"region": "east"}}

@@ -18,7 +18,7 @@ import (
 // image conditions and carries the same remediation.
 const ConditionUpgradeable = "Upgradeable"
 
-// SkewLimits are the oldest boot images a release accepts. The seed wants
+// SkewLimits are the oldest boot images a release accepts. The enhancement wants
 // the release payload to carry them; until it does they are flags, with
 // MCO's current values as defaults.
 type SkewLimits struct {

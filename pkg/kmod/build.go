@@ -191,7 +191,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 
 // BuildEnv is the environment of a kmod build's final stage (buildah
 // --env: an undeclared --build-arg would not reach its RUN steps, such as
-// the seed's depmod). Tools that write times, users or hosts into their
+// the day-0 proposal's depmod). Tools that write times, users or hosts into their
 // output read these; the variables also land in the image config's Env.
 //
 // buildah 1.28 gives --env to the final stage only, not to the stage that

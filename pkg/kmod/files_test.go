@@ -24,7 +24,7 @@ func TestExpandFilesToSign(t *testing.T) {
 		want     []string
 		wantErr  string
 	}{
-		{"seed example", []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_a.ko"}, []string{dir + "/kmm_ci_a.ko"}, ""},
+		{"day-0 proposal example", []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_a.ko"}, []string{dir + "/kmm_ci_a.ko"}, ""},
 		{"glob", []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*.ko"}, []string{dir + "/kmm_ci_a.ko", dir + "/kmm_ci_b.ko"}, ""},
 		{"nested glob and duplicates", []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*/*.ko", "/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_?.ko", dir + "/kmm_ci_a.ko"},
 			[]string{dir + "/extra/kmm_ci_c.ko", dir + "/kmm_ci_a.ko", dir + "/kmm_ci_b.ko"}, ""},

@@ -30,7 +30,7 @@ import (
 const testKernel = "5.14.0-427.13.1.el9_4.x86_64"
 
 // unsignedImage is a random "OS" layer plus a layer with two real compiled
-// modules under /opt/lib/modules/<kver>/, as the seed's Dockerfile makes.
+// modules under /opt/lib/modules/<kver>/, as the day-0 proposal's Dockerfile makes.
 func unsignedImage(t *testing.T, withLabel bool) v1.Image {
 	t.Helper()
 	ko := env.BuildKernelModule(t, "kmm_ci_a", env.HelloModuleSource)

@@ -18,7 +18,7 @@ const VersionLabel = "org.opencontainers.image.version"
 // payload base is present in the custom base, in order, as its first
 // layers; and the OS version labels agree. Only manifests and configs are
 // read. A failure is an error, never a warning: MCO's phase-1 check only
-// warned, the seed makes it blocking.
+// warned, the enhancement makes it blocking.
 func Preflight(ctx context.Context, r registry.Remote, payloadBase, customBase string) error {
 	want, err := platformImage(ctx, r, payloadBase)
 	if err != nil {

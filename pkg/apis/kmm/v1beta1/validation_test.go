@@ -49,20 +49,20 @@ func TestModuleDay0Validation(t *testing.T) {
 		mutate  func(*kmmv1beta1.ModuleDay0Spec)
 		wantErr string // empty: accepted
 	}{
-		{"seed literal and image", func(*kmmv1beta1.ModuleDay0Spec) {}, ""},
-		{"seed build", func(s *kmmv1beta1.ModuleDay0Spec) {
+		{"proposal literal and image", func(*kmmv1beta1.ModuleDay0Spec) {}, ""},
+		{"proposal build", func(s *kmmv1beta1.ModuleDay0Spec) {
 			s.OSMapping.Build = &kmmv1beta1.Build{
 				Secrets:             []corev1.LocalObjectReference{{Name: "build-secret"}},
 				DockerfileConfigMap: corev1.LocalObjectReference{Name: "kmm-kmod-dockerfile"},
 			}
 		}, ""},
-		{"seed sign", func(s *kmmv1beta1.ModuleDay0Spec) { s.OSMapping.Sign = signSection() }, ""},
+		{"proposal sign", func(s *kmmv1beta1.ModuleDay0Spec) { s.OSMapping.Sign = signSection() }, ""},
 		{"sign of the build output", func(s *kmmv1beta1.ModuleDay0Spec) {
 			s.OSMapping.Build = &kmmv1beta1.Build{DockerfileConfigMap: corev1.LocalObjectReference{Name: "df"}}
 			s.OSMapping.Sign = signSection()
 			s.OSMapping.Sign.UnsignedImage = ""
 		}, ""},
-		{"seed upgrade trigger", func(s *kmmv1beta1.ModuleDay0Spec) { s.OSMapping.ClusterUpgradeTriggerNodeUpgrade = true }, ""},
+		{"proposal upgrade trigger", func(s *kmmv1beta1.ModuleDay0Spec) { s.OSMapping.ClusterUpgradeTriggerNodeUpgrade = true }, ""},
 		{"empty pool selector", func(s *kmmv1beta1.ModuleDay0Spec) { s.MachineConfigPoolSelector = map[string]string{} },
 			"spec.machineConfigPoolSelector: Invalid value: 0: spec.machineConfigPoolSelector in body should have at least 1 properties"},
 		{"missing pool selector", func(s *kmmv1beta1.ModuleDay0Spec) { s.MachineConfigPoolSelector = nil },

@@ -9,10 +9,10 @@ import (
 // the resource's namespace and is named "<name>-mapi-machineset" or
 // "<name>-capi-machineset".
 //
-// Differences from the seed's stub type: status is a plain field, not a
+// Differences from the boot images enhancement's stub type: status is a plain field, not a
 // subresource (kiln's bootimages stage is the only writer and records an
 // entry in one write); the entry's time field is "updateTime", as in the
-// seed's YAML examples (its Go stub says "updatedTime"); details are capped
+// enhancement's YAML examples (its Go stub says "updatedTime"); details are capped
 // at MaxDetails, newest last.
 //
 // +kubebuilder:object:root=true
