@@ -151,7 +151,7 @@ func (o *StepOptions) runCluster(ctx context.Context, s step.Streams, v Verifier
 // pool as YAML; applying it is the GitOps change.
 func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier) (Result, error) {
 	if err := v.Verify(ctx, o.Image); err != nil {
-		return Result{State: StateRefused}, step.Refused(fmt.Errorf("refusing to roll out %s to pool %s: %w", o.Image, o.Pool, err))
+		return Result{State: StateRefused}, verifyError(o.Image, o.Pool, err)
 	}
 	objs, err := render.LoadDir(dir)
 	if err != nil {
