@@ -180,12 +180,6 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	// A key that cannot be read would be rejected by containers/image
-	// while it evaluates the policy, which reads as a refusal of the
-	// image; it is a bad --public-key.
-	if _, err := LoadVerifier(o.PublicKey); err != nil {
-		return step.UsageErrorf("--public-key %s: %w", o.PublicKey, err)
-	}
 	dir, err := o.Workspace().Ensure(step.StageVerify)
 	if err != nil {
 		return err
@@ -193,6 +187,12 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	r, err := registry.RemoteFrom(o.RegistryOptions)
 	if err != nil {
 		return err
+	}
+	// A key that cannot be read would be rejected by containers/image
+	// while it evaluates the policy, which reads as a refusal of the
+	// image; it is a bad --public-key.
+	if _, err := LoadVerifier(o.PublicKey); err != nil {
+		return step.UsageErrorf("--public-key %s: %w", o.PublicKey, err)
 	}
 	ref, err := r.ParseRef(o.Image)
 	if err != nil {
