@@ -105,6 +105,10 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	var res Result
 	if err = checkAgreement(o.Workspace(), o.Pool, o.Image); err != nil {
 		res = Result{State: StateRefused}
+	} else if _, kerr := signing.LoadVerifier(o.PolicyKey); kerr != nil {
+		// Without the key the policy check cannot run: a bad
+		// --public-key (exit 2), not a refused image.
+		res, err = Result{State: StateRefused}, step.UsageErrorf("--public-key %s: %w", o.PolicyKey, kerr)
 	} else if dir != "" {
 		res, err = o.runLocal(ctx, dir, out, v)
 	} else {
