@@ -18,6 +18,7 @@ package imageref
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"go.podman.io/image/v5/docker/reference"
@@ -86,6 +87,24 @@ func ParseRepository(repo string) (name.Repository, error) {
 	}
 	if !reference.IsNameOnly(n) {
 		return name.Repository{}, errors.New("a repository carries no tag or digest")
+	}
+	return r, nil
+}
+
+// ParseRegistry parses a registry host[:port], as given to reach an
+// embedded or insecure registry: what both libraries read as the domain
+// of host/x.
+func ParseRegistry(host string) (name.Registry, error) {
+	r, err := name.NewRegistry(host, name.StrictValidation)
+	if err != nil {
+		return name.Registry{}, err
+	}
+	n, err := reference.ParseNamed(host + "/x")
+	if err != nil {
+		return name.Registry{}, err
+	}
+	if reference.Domain(n) != host {
+		return name.Registry{}, fmt.Errorf("%q is not a registry host[:port]", host)
 	}
 	return r, nil
 }

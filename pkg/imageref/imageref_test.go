@@ -110,3 +110,16 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// ParseRegistry takes a host[:port] and nothing else.
+func TestParseRegistry(t *testing.T) {
+	var got []string
+	for _, h := range []string{"127.0.0.1:5000", "registry.example", "localhost:5000", "Quay.io", "", "a b", "host/path", "host:port", "quay.io:", "quay.io:5000/x"} {
+		if _, err := ParseRegistry(h); err == nil {
+			got = append(got, h)
+		}
+	}
+	if d := cmp.Diff([]string{"127.0.0.1:5000", "registry.example", "localhost:5000", "Quay.io"}, got); d != "" {
+		t.Errorf("accepted (-want +got):\n%s", d)
+	}
+}

@@ -229,6 +229,8 @@ func TestExitCodesThroughTheBinaries(t *testing.T) {
 		{"help render", steps, []string{"help", "render"}, "", step.ExitOK},
 		{"trigger, completion tcsh", trigger, []string{"completion", "tcsh"}, `unknown shell "tcsh"`, step.ExitUsage},
 		{"trigger, help topic", trigger, []string{"help", "nope"}, `unknown help topic "nope"`, step.ExitUsage},
+		{"trigger, malformed --registry", trigger, []string{"--source=dir:" + t.TempDir(), "--output=" + t.TempDir(), "--once", "--registry=host/path"},
+			`--registry "host/path": want a registry host[:port]`, step.ExitUsage},
 		{"trigger, unknown flag", trigger, []string{"--bogus"}, "unknown flag: --bogus", step.ExitUsage},
 	}
 	for _, c := range cases {
