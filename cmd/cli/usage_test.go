@@ -21,8 +21,8 @@ func TestUnknownShellTopicAndCommandExit2WithSuggestionsOnTheirOwnLines(t *testi
 		{StepsName, []string{"completion", "tcsh"}, `kiln-steps completion: unknown shell "tcsh" for "kiln-steps completion": want one of bash, fish, powershell, zsh
 Run 'kiln-steps completion --help' for usage.
 `},
-		{TriggerName, []string{"completion", "tcsh"}, `trigger completion: unknown shell "tcsh" for "trigger completion": want one of bash, fish, powershell, zsh
-Run 'trigger completion --help' for usage.
+		{TriggerName, []string{"completion", "tcsh"}, `kiln-trigger completion: unknown shell "tcsh" for "kiln-trigger completion": want one of bash, fish, powershell, zsh
+Run 'kiln-trigger completion --help' for usage.
 `},
 		{StepsName, []string{"help", "rendr"}, "kiln-steps: unknown help topic \"rendr\"\n\nDid you mean this?\n\trender\n\nRun 'kiln-steps --help' for usage.\n"},
 		{StepsName, []string{"help", "nothing-like-it"}, "kiln-steps: unknown help topic \"nothing-like-it\"\nRun 'kiln-steps --help' for usage.\n"},

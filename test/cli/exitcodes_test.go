@@ -40,10 +40,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	steps, trigger = filepath.Join(dir, "steps"), filepath.Join(dir, "trigger")
+	steps, trigger = filepath.Join(dir, "kiln-steps"), filepath.Join(dir, "kiln-trigger")
 	// One go build for both: they share almost every package. Without
 	// the symbol table and DWARF (-s -w) linking takes half the time.
-	build := exec.Command("go", "build", "-tags="+env.BuildTags, "-trimpath", "-ldflags=-s -w", "-o", dir+"/", "./cmd/steps", "./cmd/trigger")
+	build := exec.Command("go", "build", "-tags="+env.BuildTags, "-trimpath", "-ldflags=-s -w", "-o", dir+"/", "./cmd/kiln-steps", "./cmd/kiln-trigger")
 	build.Dir = env.RepoRoot()
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
@@ -229,7 +229,7 @@ func TestExitCodesThroughTheBinaries(t *testing.T) {
 		{"help render", steps, []string{"help", "render"}, "", step.ExitOK},
 		{"trigger, completion tcsh", trigger, []string{"completion", "tcsh"}, `unknown shell "tcsh"`, step.ExitUsage},
 		{"trigger, help topic", trigger, []string{"help", "nope"}, `unknown help topic "nope"`, step.ExitUsage},
-		{"trigger, malformed --registry", trigger, []string{"--source=dir:" + t.TempDir(), "--output=" + t.TempDir(), "--once", "--registry=host/path"},
+		{"trigger, malformed --registry", trigger, []string{"--source=dir:" + t.TempDir(), "--output-dir=" + t.TempDir(), "--once", "--registry=host/path"},
 			`--registry "host/path": want a registry host[:port]`, step.ExitUsage},
 		{"trigger, unknown flag", trigger, []string{"--bogus"}, "unknown flag: --bogus", step.ExitUsage},
 	}
