@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/test/env"
 )
 
 // hostile is a registry error message that, printed raw, clears the
@@ -45,7 +46,8 @@ func TestHostileRegistryMessageReachesNoOutputRaw(t *testing.T) {
 
 	var out, errs bytes.Buffer
 	code := Execute(context.Background(), NewSteps(), []string{step.StageRollout, "--work=" + work, "--pool=worker",
-		"--results-dir=" + t.TempDir(), "--insecure-registry=" + host, "--image=" + img, "--source=dir:" + t.TempDir()}, &out, &errs)
+		"--results-dir=" + t.TempDir(), "--insecure-registry=" + host, "--image=" + img, "--source=dir:" + t.TempDir(),
+		"--public-key=" + filepath.Join(env.CosignKeys(t), "cosign.pub")}, &out, &errs)
 	if code == step.ExitOK {
 		t.Fatalf("rollout against a denying registry: exit 0")
 	}

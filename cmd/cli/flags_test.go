@@ -99,11 +99,11 @@ func TestReproduceOldOutputIsTheReportFile(t *testing.T) {
 	ref := "registry.example.com/os@sha256:" + strings.Repeat("a", 64)
 	file := filepath.Join(t.TempDir(), "diff.json")
 	root := newSteps(noEnv)
-	// No identity to verify with: refused (3) after validation, before
-	// any registry is asked.
+	// No identity to verify with: a usage error from Run, past
+	// validation, before any registry is asked.
 	r := execute(root, "reproduce", ref, "--public-key", t.TempDir()+"/none.pub", "--output", file)
-	if r.code != step.ExitRefused {
-		t.Fatalf("exit %d %q, want 3 (past validation)", r.code, r.err)
+	if r.code != step.ExitUsage || !strings.Contains(r.err, "no signing identity") {
+		t.Fatalf("exit %d %q, want 2 for no identity (past validation)", r.code, r.err)
 	}
 	if !strings.Contains(r.err, "--output FILE is deprecated, use --report-file "+file) {
 		t.Errorf("stderr %q lacks the deprecation warning", r.err)
@@ -118,8 +118,8 @@ func TestReproduceOldOutputIsTheReportFile(t *testing.T) {
 		t.Errorf("--output FILE with --report-file: exit %d %q, want 2", r.code, r.err)
 	}
 	r = execute(newSteps(noEnv), "reproduce", ref, "--public-key", t.TempDir()+"/none.pub", "-o", "json")
-	if r.code != step.ExitRefused || strings.Contains(r.err, "deprecated") {
-		t.Errorf("-o json: exit %d %q, want 3 and no warning", r.code, r.err)
+	if r.code != step.ExitUsage || !strings.Contains(r.err, "no signing identity") || strings.Contains(r.err, "deprecated") {
+		t.Errorf("-o json: exit %d %q, want 2 for no identity (past validation) and no warning", r.code, r.err)
 	}
 }
 

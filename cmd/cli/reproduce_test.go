@@ -13,7 +13,7 @@ func TestReproduceArguments(t *testing.T) {
 	ref := "registry.example.com/os@sha256:" + strings.Repeat("a", 64)
 	cases := []struct {
 		args []string
-		want string // "" means past validation (then refused: no key)
+		want string // "" means past validation (then no key: exit 2 naming it)
 	}{
 		{[]string{ref}, ""},
 		{[]string{"--image", ref}, ""},
@@ -27,8 +27,8 @@ func TestReproduceArguments(t *testing.T) {
 			args := append([]string{"reproduce", "--public-key", t.TempDir() + "/none.pub"}, c.args...)
 			r := execute(newSteps(noEnv), args...)
 			if c.want == "" {
-				if r.code != step.ExitRefused || !strings.Contains(r.err, "no signing identity") {
-					t.Errorf("exit %d %q, want 3: no identity to verify with", r.code, r.err)
+				if r.code != step.ExitUsage || !strings.Contains(r.err, "no signing identity") {
+					t.Errorf("exit %d %q, want 2: no identity to verify with", r.code, r.err)
 				}
 				return
 			}

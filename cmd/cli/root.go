@@ -72,6 +72,7 @@ func setupRoot(root *cobra.Command) {
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddCommand(newVersionCommand())
 	warningsToStderr(root)
+	root.SetHelpCommand(newHelpCommand())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &step.UsageError{Err: err} })
 	root.SetUsageTemplate(root.UsageTemplate() + exitCodesHelp())
 	// cobra adds help and completion when it executes, after Execute set
@@ -126,6 +127,7 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, out, errw 
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(errw)
+	checkCompletionShells(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return step.ExitOK
@@ -137,10 +139,11 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, out, errw 
 		// usage errors whatever their type.
 		code = step.ExitUsage
 	}
-	if cmd == nil {
+	if cmd == nil || cmd == helpCommandOf(root) {
+		// An unknown help topic is the root's usage error.
 		cmd = root
 	}
-	fmt.Fprintf(errw, "%s: %s\n", cmd.CommandPath(), oneLine(err))
+	printError(errw, cmd.CommandPath(), err)
 	if code == step.ExitUsage {
 		fmt.Fprintf(errw, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}

@@ -80,7 +80,8 @@ func DefaultBuildOptions() *BuildOptions {
 
 // Validate reports every bad flag at once.
 func (o *BuildOptions) Validate() error {
-	return step.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate())
+	return step.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(),
+		step.ValidRef("os-image", o.OSImage), step.ValidRef("dtk-image", o.DTKImage))
 }
 
 // Run builds the ModuleDay0's Dockerfile and pushes the unsigned (or

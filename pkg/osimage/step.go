@@ -57,6 +57,8 @@ func DefaultBuildOptions() *BuildOptions {
 // Validate reports every bad flag at once.
 func (o *BuildOptions) Validate() error {
 	return step.ValidationErrors(o.Options.Validate(), step.Required("base", o.Base), step.Required("repository", o.Repository),
+		step.ValidRef("base", o.Base), step.ValidRepository("repository", o.Repository),
+		step.ValidRef("payload-base", o.PayloadBase), step.ValidRef("extensions-image", o.ExtensionsImage),
 		o.IdentityOptions.Validate(), validKmodDigests(o.KmodDigests))
 }
 

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
@@ -97,7 +97,7 @@ func checkRef(s string) error {
 	if s == "" {
 		return nil
 	}
-	if _, err := name.ParseReference(s, name.StrictValidation); err != nil {
+	if _, err := imageref.ParseStrict(s); err != nil {
 		return fmt.Errorf("%q is not a fully qualified image reference: %w", s, err)
 	}
 	return nil

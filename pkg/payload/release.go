@@ -12,10 +12,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	imagev1 "github.com/openshift/api/image/v1"
 
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/layers"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
@@ -184,8 +184,8 @@ func ParseImageReferences(data []byte) (map[string]string, error) {
 		case t.From.Kind != "DockerImage":
 			return nil, fmt.Errorf("spec.tags[%d] %q: from.kind is %q, want DockerImage", i, t.Name, t.From.Kind)
 		}
-		if _, err := name.ParseReference(t.From.Name); err != nil {
-			return nil, fmt.Errorf("spec.tags[%d] %q: from.name: %w", i, t.Name, err)
+		if _, err := imageref.Parse(t.From.Name); err != nil {
+			return nil, fmt.Errorf("spec.tags[%d] %q: from.name %q: %w", i, t.Name, t.From.Name, err)
 		}
 		if prev, ok := out[t.Name]; ok && prev != t.From.Name {
 			return nil, fmt.Errorf("spec.tags[%d] %q: named twice, as %s and %s", i, t.Name, prev, t.From.Name)

@@ -274,7 +274,8 @@ func TestParseImageReferences(t *testing.T) {
 		{"tag without name", `{"kind":"ImageStream","spec":{"tags":[{"from":{"kind":"DockerImage","name":"q/a:1"}}]}}`, "spec.tags[0]: name is empty"},
 		{"tag without from", `{"kind":"ImageStream","spec":{"tags":[{"name":"driver-toolkit"}]}}`, `spec.tags[0] "driver-toolkit": from.name is empty`},
 		{"ImageStreamTag", `{"kind":"ImageStream","spec":{"tags":[{"name":"a","from":{"kind":"ImageStreamTag","name":"b:1"}}]}}`, `spec.tags[0] "a": from.kind is "ImageStreamTag", want DockerImage`},
-		{"bad pullspec", `{"kind":"ImageStream","spec":{"tags":[{"name":"a","from":{"kind":"DockerImage","name":"Q//x"}}]}}`, `spec.tags[0] "a": from.name: could not parse reference: Q//x`},
+		{"bad pullspec", `{"kind":"ImageStream","spec":{"tags":[{"name":"a","from":{"kind":"DockerImage","name":"Q//x"}}]}}`, `spec.tags[0] "a": from.name "Q//x": could not parse reference: Q//x`},
+		{"empty path component", `{"kind":"ImageStream","spec":{"tags":[{"name":"a","from":{"kind":"DockerImage","name":"quay.io//x:1"}}]}}`, `spec.tags[0] "a": from.name "quay.io//x:1": invalid reference format`},
 		{"named twice", `{"kind":"ImageStream","spec":{"tags":[{"name":"a","from":{"kind":"DockerImage","name":"q/a:1"}},{"name":"a","from":{"kind":"DockerImage","name":"q/a:2"}}]}}`,
 			`spec.tags[1] "a": named twice, as q/a:1 and q/a:2`},
 	} {

@@ -46,11 +46,12 @@ var DefaultBackoff = remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2,
 // Sentinel errors callers (and tests) tell apart. Auth failures are never
 // reported as "not found": a registry that hides a repository from an
 // anonymous user answers 401, and saying "missing" would send the admin
-// looking in the wrong place.
+// looking in the wrong place. All three are faults (step.IsFault): an
+// error that wraps one exits 1, never 3, even from a verification.
 var (
-	ErrAuth        = errors.New("registry authentication failed")
-	ErrNotFound    = errors.New("image not found")
-	ErrUnreachable = errors.New("registry unreachable")
+	ErrAuth        = step.NewFault("registry authentication failed")
+	ErrNotFound    = step.NewFault("image not found")
+	ErrUnreachable = step.NewFault("registry unreachable")
 )
 
 // ParseRef parses an image reference, over plain HTTP when its host is

@@ -6,9 +6,10 @@ import (
 	"strings"
 
 	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
-	"github.com/google/go-containerregistry/pkg/name"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kiln-dev/kiln/pkg/imageref"
 )
 
 // Kernel types MCO knows.
@@ -134,7 +135,7 @@ func validateSpec(mc *mcfgv1.MachineConfig) error {
 	if u := mc.Spec.OSImageURL; u != "" {
 		// MCO passes it to rpm-ostree as a pull spec; kiln passes it on as
 		// BASE_IMAGE, so it must at least be an image reference.
-		if _, err := name.ParseReference(u); err != nil {
+		if _, err := imageref.Parse(u); err != nil {
 			return fmt.Errorf("MachineConfig %q: spec.osImageURL %q: not an image reference: %w", mc.Name, u, err)
 		}
 	}

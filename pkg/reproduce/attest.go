@@ -3,10 +3,8 @@ package reproduce
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -43,13 +41,12 @@ type Attested struct {
 // credentials is a failure, never a refusal.
 func attested(ctx context.Context, r registry.Remote, image name.Digest, id trust.Identity) (*Attested, error) {
 	sts, err := signing.Statements(ctx, r, image, id)
+	if step.IsFault(err) {
+		// No answer about the image (unreachable, credentials, 5xx,
+		// missing image): a failure, never a refusal.
+		return nil, registry.Classify(err, "reading signatures of", image.String())
+	}
 	if err != nil {
-		if cerr := registry.Classify(err, "reading signatures of", image.String()); errors.Is(cerr, registry.ErrAuth) || errors.Is(cerr, registry.ErrUnreachable) {
-			return nil, cerr
-		}
-		if code, ok := registry.HTTPStatus(err); ok && (code >= http.StatusInternalServerError || code == http.StatusTooManyRequests) {
-			return nil, fmt.Errorf("reading signatures of %s: %w (HTTP %d): %v", image, registry.ErrUnreachable, code, err)
-		}
 		return nil, step.Refused(fmt.Errorf("%s carries no kiln signature and attestation from %s: %w", image, id, err))
 	}
 	return pick(sts, image)

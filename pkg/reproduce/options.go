@@ -86,7 +86,9 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	if id.IsZero() {
-		return step.Refused(fmt.Errorf("reproducing %s: %w: the attestation names the inputs, so it must be verified first", o.Image, trust.ErrNoIdentity))
+		// Nothing was checked, so nothing was refused: the command line
+		// names no identity to check with (a usage error, exit 2).
+		return &step.UsageError{Err: fmt.Errorf("reproducing %s: %w (--public-key %s does not exist and no keyless identity is given): the attestation names the inputs, so it must be verified first", o.Image, trust.ErrNoIdentity, o.PublicKey)}
 	}
 	r, err := registry.RemoteFrom(o.RegistryOptions)
 	if err != nil {

@@ -64,14 +64,15 @@ func TestValidate(t *testing.T) {
 }
 
 // Without an identity nothing can be verified, so nothing is rebuilt:
-// a refusal (exit 3), before any registry is asked.
-func TestRunRefusesWithoutIdentity(t *testing.T) {
+// a usage error naming --public-key (exit 2, not a refusal: no check
+// ran), before any registry is asked.
+func TestRunWithoutIdentityIsUsageError(t *testing.T) {
 	o := DefaultOptions()
 	o.Image = digestRef
 	o.PublicKey = filepath.Join(t.TempDir(), "missing.pub")
 	err := o.Run(t.Context(), step.Streams{Out: &strings.Builder{}, Err: &strings.Builder{}})
-	if step.CodeOf(err) != step.ExitRefused || !errors.Is(err, trust.ErrNoIdentity) {
-		t.Errorf("Run() = %v, want a refusal for no identity", err)
+	if step.CodeOf(err) != step.ExitUsage || !errors.Is(err, trust.ErrNoIdentity) || !strings.Contains(err.Error(), "--public-key "+o.PublicKey) {
+		t.Errorf("Run() = %v, want a usage error for no identity naming --public-key", err)
 	}
 }
 

@@ -88,10 +88,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		return Result{State: StateRefused}, fmt.Errorf("reading MachineConfigPool %s: %w", cfg.Pool, err)
 	}
 	if err := cfg.Verifier.Verify(ctx, cfg.Image); err != nil {
-		return Result{State: StateRefused}, step.Refused(fmt.Errorf("refusing to roll out %s to pool %s: %w", cfg.Image, cfg.Pool, err))
+		return Result{State: StateRefused}, verifyError(cfg.Image, cfg.Pool, err)
 	}
 	r := &roller{cfg: cfg, w: newWatcher(cfg.Client, cfg.Pool, cfg.Out)}
 	return r.run(ctx, pool)
+}
+
+// verifyError is the error of a pre-write check of image: a refusal
+// (exit 3) when the image failed it, a failure (exit 1) when the registry
+// did not answer (step.IsFault), which says nothing about the image.
+func verifyError(image, pool string, err error) error {
+	if step.IsFault(err) {
+		return fmt.Errorf("checking %s before rolling out to pool %s: %w", image, pool, err)
+	}
+	return step.Refused(fmt.Errorf("refusing to roll out %s to pool %s: %w", image, pool, err))
 }
 
 func (cfg Config) validate() error {

@@ -105,6 +105,10 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	var res Result
 	if err = checkAgreement(o.Workspace(), o.Pool, o.Image); err != nil {
 		res = Result{State: StateRefused}
+	} else if _, kerr := signing.LoadVerifier(o.PolicyKey); kerr != nil {
+		// Without the key the policy check cannot run: a bad
+		// --public-key (exit 2), not a refused image.
+		res, err = Result{State: StateRefused}, step.UsageErrorf("--public-key %s: %w", o.PolicyKey, kerr)
 	} else if dir != "" {
 		res, err = o.runLocal(ctx, dir, out, v)
 	} else {
@@ -151,7 +155,7 @@ func (o *StepOptions) runCluster(ctx context.Context, s step.Streams, v Verifier
 // pool as YAML; applying it is the GitOps change.
 func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier) (Result, error) {
 	if err := v.Verify(ctx, o.Image); err != nil {
-		return Result{State: StateRefused}, step.Refused(fmt.Errorf("refusing to roll out %s to pool %s: %w", o.Image, o.Pool, err))
+		return Result{State: StateRefused}, verifyError(o.Image, o.Pool, err)
 	}
 	objs, err := render.LoadDir(dir)
 	if err != nil {

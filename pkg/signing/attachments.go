@@ -12,6 +12,8 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/oci/empty"
 	"github.com/sigstore/cosign/v2/pkg/oci/mutate"
 	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
+
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // MaxAttachmentSize is the one limit on a layer of a signature (.sig) or
@@ -90,6 +92,12 @@ func trim(se oci.SignedEntity) (oci.SignedEntity, error) {
 // verifies with co; the attestations returned are those that verify.
 func verifyAttachments(ctx context.Context, digest name.Digest, co *cosign.CheckOpts) ([]oci.Signature, error) {
 	se, err := ociremote.SignedEntity(digest, co.RegistryClientOpts...)
+	var missing *ociremote.EntityNotFoundError
+	if errors.As(err, &missing) {
+		// cosign's error does not wrap the registry's 404: say it, so
+		// that a missing image is never read as an unsigned one.
+		return nil, fmt.Errorf("%s: %w: %v", digest, registry.ErrNotFound, err)
+	}
 	if err != nil {
 		return nil, err
 	}

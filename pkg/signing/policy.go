@@ -16,6 +16,7 @@ import (
 	"go.podman.io/image/v5/types"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // PolicyInput says which image to check against which key.
@@ -107,10 +108,38 @@ func VerifyPolicy(ctx context.Context, in PolicyInput) (*PolicyFiles, error) {
 		return files, readError(in.Image, err)
 	}
 	allowed, err := pc.IsRunningImageAllowed(ctx, unparsed)
+	if ferr := faultOf(in.Image, "reading its signatures", err); ferr != nil {
+		// The signatures could not be fetched: no verdict, not a refusal.
+		return files, ferr
+	}
 	if err != nil || !allowed {
 		return files, fmt.Errorf("verifying %s against sigstoreSigned(key %s) for %s: %w: %s", in.Image, in.KeyPath, repo, ErrPolicy, explain(err))
 	}
 	return files, nil
+}
+
+// faultOf returns the error of a registry that did not answer (see
+// step.IsFault) while containers/image read img, saying which; nil when
+// err is nil or is an answer about the image. containers/image has its
+// own error types for HTTP statuses; go-containerregistry's and the
+// network's are step.IsFault's.
+func faultOf(img, doing string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var unauth docker.ErrUnauthorizedForCredentials
+	msg := strings.ToLower(err.Error())
+	if errors.As(err, &unauth) || strings.Contains(msg, "authentication required") || strings.Contains(msg, "unauthorized") {
+		return fmt.Errorf("verifying %s: %s: %w (check the credentials in --registry-auth-file): %w", img, doing, registry.ErrAuth, err)
+	}
+	var status docker.UnexpectedHTTPStatusError
+	if errors.As(err, &status) && step.FaultStatus(status.StatusCode) {
+		return fmt.Errorf("verifying %s: %s: %w (HTTP %d): %w", img, doing, registry.ErrUnreachable, status.StatusCode, err)
+	}
+	if step.IsFault(err) {
+		return fmt.Errorf("verifying %s: %s: %w: %w", img, doing, registry.ErrUnreachable, err)
+	}
+	return nil
 }
 
 // setRegistriesDir makes containers/image read the registries folder as the
@@ -129,12 +158,11 @@ func setRegistriesDir(sys *types.SystemContext, dir string) {
 }
 
 // readError reports a failure to read the image, telling an authentication
-// failure apart: it is not a policy verdict, and never "not signed".
+// failure or a failing registry apart: reading the manifest gives no
+// policy verdict, so it is never "not signed".
 func readError(img string, err error) error {
-	var unauth docker.ErrUnauthorizedForCredentials
-	msg := strings.ToLower(err.Error())
-	if errors.As(err, &unauth) || strings.Contains(msg, "authentication required") || strings.Contains(msg, "unauthorized") {
-		return fmt.Errorf("verifying %s: reading the image: %w (check the credentials in --registry-auth-file): %v", img, registry.ErrAuth, err)
+	if ferr := faultOf(img, "reading the image", err); ferr != nil {
+		return ferr
 	}
 	return fmt.Errorf("verifying %s: reading the image: %w", img, err)
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -30,6 +29,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -293,11 +293,19 @@ func parseDigest(r registry.Remote, image string) (name.Digest, error) {
 	return d, nil
 }
 
-// LoadVerifier reads a cosign public key (PEM).
+// maxPublicKeyBytes bounds a public key file: a PEM key is well under
+// a kilobyte, a certificate bundle a few.
+const maxPublicKeyBytes = 64 << 10
+
+// LoadVerifier reads a cosign public key (PEM), a regular file of at most
+// maxPublicKeyBytes.
 func LoadVerifier(path string) (signature.Verifier, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
+	b, truncated, err := step.ReadRegular(path, maxPublicKeyBytes)
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("reading public key: %w", err)
+	case truncated:
+		return nil, fmt.Errorf("reading public key %s: over %d bytes", path, maxPublicKeyBytes)
 	}
 	pub, err := cryptoutils.UnmarshalPEMToPublicKey(b)
 	if err != nil {

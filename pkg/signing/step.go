@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -187,6 +188,12 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
+	// A key that cannot be read would be rejected by containers/image
+	// while it evaluates the policy, which reads as a refusal of the
+	// image; it is a bad --public-key.
+	if _, err := LoadVerifier(o.PublicKey); err != nil {
+		return step.UsageErrorf("--public-key %s: %w", o.PublicKey, err)
+	}
 	ref, err := r.ParseRef(o.Image)
 	if err != nil {
 		return err
@@ -207,10 +214,13 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := results.Write(); err != nil {
 		return err
 	}
-	if verr != nil {
-		// containers/image does not tell an unsigned image from one it
-		// could not fetch signatures for; both are a refusal for nodes.
+	switch {
+	case errors.Is(verr, ErrPolicy):
 		return step.Refused(verr)
+	case verr != nil:
+		// The registry did not answer (VerifyPolicy's faultOf): no
+		// verdict, a failure.
+		return verr
 	}
 	p.Printf("%s passes the sigstoreSigned policy", o.Image)
 	return nil

@@ -110,8 +110,17 @@ func coded(code int, err error) error {
 	return &codedError{code: code, err: err}
 }
 
-// Refused marks err as a signature-policy refusal (ExitRefused).
-func Refused(err error) error { return coded(ExitRefused, err) }
+// Refused marks err as a failed signature, attestation, policy or proof
+// check (ExitRefused). A fault (IsFault: unreachable registry, refused
+// credentials, 5xx, timeout) is left a failure (ExitFailure) even when a
+// check returned it: the check never got its answer, so nothing was
+// refused.
+func Refused(err error) error {
+	if IsFault(err) {
+		return err
+	}
+	return coded(ExitRefused, err)
+}
 
 // RolledBack marks err as a failed rollout that was rolled back
 // (ExitRolledBack).

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 )
 
@@ -72,6 +73,9 @@ var reserved = map[string]bool{
 	"pool": true, "repository": true, "update-boot-images": true, "kmod-rebuild": true, "trigger": true, "changes": true,
 }
 
+// paramStepsImage is the Pipeline param naming kiln's steps image.
+const paramStepsImage = "kiln-image"
+
 // ParseConfig reads kiln-config. Every error names the ConfigMap and key.
 func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 	if cm == nil {
@@ -90,8 +94,9 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 	if c.Repository == "" {
 		return Config{}, fmt.Errorf("%s is empty: name the repository for the pools' images, e.g. quay.io/org/os-{pool}", where(keyRepository))
 	}
-	if strings.ContainsAny(c.Repository, "@ \t") {
-		return Config{}, fmt.Errorf("%s %q: want a repository without tag or digest", where(keyRepository), c.Repository)
+	// {pool} is replaced by a pool name, itself a valid path component.
+	if _, err := imageref.ParseRepository(strings.ReplaceAll(c.Repository, "{pool}", "pool")); err != nil {
+		return Config{}, fmt.Errorf("%s %q: want a repository without tag or digest: %w", where(keyRepository), c.Repository, err)
 	}
 	if v, ok := d[keySAPrefix]; ok {
 		c.ServiceAccountPrefix = strings.TrimSpace(v)
@@ -113,6 +118,11 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 		for _, k := range sortedKeys(c.Params) {
 			if reserved[k] {
 				return Config{}, fmt.Errorf("%s: param %q is set by the trigger per pool", where(keyParams), k)
+			}
+		}
+		if v, ok := c.Params[paramStepsImage]; ok {
+			if _, err := imageref.Parse(v); err != nil {
+				return Config{}, fmt.Errorf("%s: param %s %q: want an image reference (repository@sha256:<64 hex>, or repository:tag): %w", where(keyParams), paramStepsImage, v, err)
 			}
 		}
 	}

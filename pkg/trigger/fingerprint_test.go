@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
@@ -136,6 +137,9 @@ func TestParseConfig(t *testing.T) {
 	}{
 		{"no repository", "repository", "", "data.repository is empty"},
 		{"digest in repository", "repository", "r.example/os@sha256:00", "without tag or digest"},
+		{"tag in repository", "repository", "r.example/os-{pool}:v1", `data.repository "r.example/os-{pool}:v1": want a repository without tag or digest`},
+		{"empty path component in repository", "repository", "r.example//os", "without tag or digest"},
+		{"malformed steps image", "params", "kiln-image: r.example//steps@sha256:" + strings.Repeat("a", 64), `param kiln-image "r.example//steps@sha256:`},
 		{"bad timeout", "timeout", "soon", "data.timeout"},
 		{"params not a map", "params", "- a\n- b", "data.params"},
 		{"reserved param", "params", "pool: master", `param "pool" is set by the trigger`},
@@ -171,6 +175,9 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		if c.Repository == "" || c.Timeout <= 0 {
 			t.Fatalf("accepted config without repository or timeout: %+v", c)
+		}
+		if _, err := imageref.ParseRepository(c.RepositoryFor("worker")); err != nil {
+			t.Fatalf("accepted repository %q that name does not parse: %v", c.Repository, err)
 		}
 		for k := range c.Params {
 			if reserved[k] {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -82,6 +83,11 @@ func (o *Options) Validate() error {
 	case strings.HasPrefix(o.Source, "dir:") && len(o.Source) > len("dir:"):
 		if o.Output == "" {
 			errs = append(errs, errors.New("--output-dir is required with --source dir:PATH"))
+		}
+		if o.Local.Registry != "" {
+			if _, err := imageref.ParseRegistry(o.Local.Registry); err != nil {
+				errs = append(errs, fmt.Errorf("--registry %q: want a registry host[:port]: %w", o.Local.Registry, err))
+			}
 		}
 	default:
 		errs = append(errs, fmt.Errorf(`--source %q: want "cluster" or "dir:PATH"`, o.Source))

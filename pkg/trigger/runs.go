@@ -220,8 +220,8 @@ func BuildRun(c Config, s RunSpec) *pipelinev1.PipelineRun {
 // coreos-bootimages (and MachineConfiguration) digest sum.
 func BuildBootImagesRun(c Config, namespace, sum string, tasks []string) *pipelinev1.PipelineRun {
 	params := map[string]string{}
-	if v, ok := c.Params["kiln-image"]; ok {
-		params["kiln-image"] = v
+	if v, ok := c.Params[paramStepsImage]; ok {
+		params[paramStepsImage] = v
 	}
 	pr := newRun(c, namespace, "kiln-bootimages-"+sum[:10], c.BootImagesPipeline, params, tasks)
 	pr.Labels[LabelFingerprint] = sum

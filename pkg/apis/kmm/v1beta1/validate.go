@@ -6,7 +6,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/kiln-dev/kiln/pkg/imageref"
 )
 
 // KernelVersionVar is the one placeholder the KMM day-0 proposal allows in filesToSign.
@@ -43,9 +43,9 @@ func (m *ModuleDay0) Validate() error {
 // kmod-sign would otherwise overwrite the image it signs from.
 func (m *ModuleDay0) validateImages() error {
 	om := m.Spec.OSMapping
-	target, err := name.ParseReference(om.ContainerImage)
+	target, err := imageref.Parse(om.ContainerImage)
 	if err != nil {
-		return fmt.Errorf("%s: %w", ContainerImageField, err)
+		return fmt.Errorf("%s %q: %w", ContainerImageField, om.ContainerImage, err)
 	}
 	if om.Sign == nil || om.Sign.UnsignedImage == "" {
 		return nil
@@ -53,9 +53,9 @@ func (m *ModuleDay0) validateImages() error {
 	if om.Sign.UnsignedImage == om.ContainerImage {
 		return errors.New(`spec.osMapping: Invalid value: "object": sign.unsignedImage must differ from containerImage`)
 	}
-	unsigned, err := name.ParseReference(om.Sign.UnsignedImage)
+	unsigned, err := imageref.Parse(om.Sign.UnsignedImage)
 	if err != nil {
-		return fmt.Errorf("%s: %w", UnsignedImageField, err)
+		return fmt.Errorf("%s %q: %w", UnsignedImageField, om.Sign.UnsignedImage, err)
 	}
 	if unsigned.Name() == target.Name() {
 		return fmt.Errorf("%s %q: names the same image as %s %q (%s)", UnsignedImageField, om.Sign.UnsignedImage, ContainerImageField, om.ContainerImage, target.Name())

@@ -30,13 +30,15 @@ func TestValidateRefusesBadImageReferences(t *testing.T) {
 			s.OSMapping.Sign.UnsignedImage = "quay.io/example/rhcos:latest"
 		}, `spec.osMapping.sign.unsignedImage "quay.io/example/rhcos:latest": names the same image as spec.osMapping.containerImage "quay.io/example/rhcos"`},
 		{"containerImage that is no reference", func(s *kmmv1beta1.ModuleDay0Spec) { s.OSMapping.ContainerImage = "not-a-ref;$(id)" },
-			"ModuleDay0 kmm/md0: spec.osMapping.containerImage: could not parse reference: not-a-ref;$(id)"},
+			`ModuleDay0 kmm/md0: spec.osMapping.containerImage "not-a-ref;$(id)": could not parse reference: not-a-ref;$(id)`},
+		{"containerImage with an empty path component", func(s *kmmv1beta1.ModuleDay0Spec) { s.OSMapping.ContainerImage = "quay.io//example/kmod:v1" },
+			`ModuleDay0 kmm/md0: spec.osMapping.containerImage "quay.io//example/kmod:v1": invalid reference format`},
 		{"empty containerImage", func(s *kmmv1beta1.ModuleDay0Spec) { s.OSMapping.ContainerImage = "" },
-			"spec.osMapping.containerImage: could not parse reference"},
+			`spec.osMapping.containerImage "": could not parse reference`},
 		{"unsignedImage that is no reference", func(s *kmmv1beta1.ModuleDay0Spec) {
 			s.OSMapping.Sign = signSection()
 			s.OSMapping.Sign.UnsignedImage = "quay.io/x:$(id)"
-		}, "spec.osMapping.sign.unsignedImage: could not parse reference: quay.io/x:$(id)"},
+		}, `spec.osMapping.sign.unsignedImage "quay.io/x:$(id)": could not parse reference: quay.io/x:$(id)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
