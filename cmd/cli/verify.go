@@ -18,7 +18,8 @@ func newVerifyCommand(env lookupEnv) *cobra.Command {
 sigstoreSigned requirement for the repository and --public-key, signatures found through sigstore
 attachments. A tag is refused before any registry is asked: the policy is evaluated for one digest.
 Writes the policy.json and registries.d fragments a cluster admin installs on nodes. An unsigned
-image, a tampered image or a wrong key is refused (exit code 3), saying why. With -o json the
+image, a tampered image or a wrong key is refused (exit code 3), saying why; a registry that gives
+no answer (unreachable, 401/403, 404, 5xx, timeout) is a failure (exit code 1). With -o json the
 decision is printed on stdout as JSON (image, verified, the policy files, the reason for a refusal).
 
 Reads:   the image's signatures in its registry

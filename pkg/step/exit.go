@@ -38,9 +38,9 @@ type ExitCode struct {
 // Task and stops the pipeline.
 var ExitCodes = []ExitCode{
 	{ExitOK, "ok", "success"},
-	{ExitFailure, "failure", "the command failed (registry, cluster, build or I/O error)"},
-	{ExitUsage, "usage", "bad command line: unknown or malformed flag, missing required flag, extra argument"},
-	{ExitRefused, "verification refused", "the image failed the signature policy (verify, or rollout before any write), or carries no kiln attestation to rebuild from (reproduce)"},
+	{ExitFailure, "failure", "the command failed: a registry or cluster gave no answer (unreachable, 401/403, 404, 429, 5xx, timeout), or a build or I/O error"},
+	{ExitUsage, "usage", "bad command line: unknown command, flag, help topic or shell; malformed flag value or image reference; missing required flag; extra argument"},
+	{ExitRefused, "verification refused", "a check ran and the image failed it: the signature policy (verify, or rollout before any write), or no kiln attestation to rebuild from (reproduce); never a registry that did not answer"},
 	{ExitRolledBack, "rolled back", "rollout failed and the pool was rolled back to its previous image"},
 	{ExitInputRejected, "input rejected", "an input object failed validation (strict decoding, unknown field, bad label or spec)"},
 	{ExitDrift, "drift detected", "MCO rendered a config other than the one kiln predicted and baked; rollout stopped before any node moved and took its MachineConfig back (rollout's drift gate)"},
