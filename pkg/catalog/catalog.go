@@ -170,6 +170,9 @@ func readTests(source string) (map[string][]byte, error) {
 		if !e.Type().IsRegular() {
 			return nil, fmt.Errorf("reading %s: %s is not a regular file (tests/ is flat, as tektoncd/catalog's)", dir, e.Name())
 		}
+		if e.Name() == RunHookFile {
+			return nil, fmt.Errorf("reading %s: %s is generated into the catalog (pkg/catalog/hook.go); remove it here", dir, e.Name())
+		}
 		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", dir, err)

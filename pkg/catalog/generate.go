@@ -41,6 +41,13 @@ func Files(ctx context.Context, rs []*Resource) (map[string][]byte, error) {
 		for n, b := range r.Tests {
 			files[path.Join(r.Dir(), "tests", n)] = b
 		}
+		if r.Tests != nil {
+			hook, err := RunHook(r)
+			if err != nil {
+				return nil, err
+			}
+			files[path.Join(r.Dir(), "tests", RunHookFile)] = hook
+		}
 		files[path.Join(r.Dir(), r.SampleFile())] = sample
 		files[path.Join(r.Dir(), "README.md")] = []byte(Readme(r, sample, tasks))
 	}
@@ -120,8 +127,12 @@ with the catalog's rules and with the default rules; shellcheck), and ` + "`tekt
 names the Tekton release the tests run on.
 
 Each resource has the ` + "`tests/`" + ` folder tektoncd/catalog's CI runs: ` + "`run.yaml`" + ` (a TaskRun, or a small
-PipelineRun with the stages the Task needs first) and ` + "`pre-apply-taskrun-hook.sh`" + `, which fills in the
-` + "`@KILN_E2E_…@`" + ` values of the cluster running it. kiln's e2e runs every folder after its main scenario.
+PipelineRun with the stages the Task needs first) and ` + "`pre-apply-taskrun-hook.sh`" + `, generated, which fills in
+the ` + "`@KILN_E2E_…@`" + ` values of the cluster running it. kiln's e2e exports them; under tektoncd/catalog's own
+runner, which exports none, the hook falls back to what the Task uses on an OpenShift cluster (the resource's
+` + "`kiln-image`" + ` default pinned by digest, the integrated registry, the worker pool's current image read with
+` + "`kubectl`" + `, the release's driver toolkit) and never ends the runner. kiln's e2e runs every folder after its
+main scenario.
 
 ## Bundles
 

@@ -40,12 +40,30 @@ type Metadata struct {
 	Platforms   []string // os/arch[/variant] the steps' images run on
 }
 
+// platformRE is one tekton.dev/platforms entry: an OCI platform as
+// os/arch or os/arch/variant (linux/amd64, linux/arm64/v8), the form
+// tektoncd/catalog's resources use and the image index's platform fields
+// (https://github.com/opencontainers/image-spec/blob/main/image-index.md).
+var platformRE = regexp.MustCompile(`^[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?$`)
+
+// PlatformRule is what CheckPlatform wants, for messages.
+const PlatformRule = "want os/arch or os/arch/variant such as linux/amd64 or linux/arm64/v8"
+
+// CheckPlatform checks one tekton.dev/platforms entry; the generator and
+// the catalog's linter share it so they accept the same platforms. It
+// returns "" or what is wrong.
+func CheckPlatform(s string) string {
+	if !platformRE.MatchString(s) {
+		return PlatformRule
+	}
+	return ""
+}
+
 var (
 	// TEP-0003 versions are <major>.<minor>: the directory is the version,
 	// and patch-level fixes replace the file in place.
-	versionRE  = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
-	platformRE = regexp.MustCompile(`^[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?$`)
-	tagRE      = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*$`)
+	versionRE = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
+	tagRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9.+-]*$`)
 )
 
 // ParseMetadata reads and checks the label and annotations of one resource.
@@ -126,10 +144,7 @@ func ParseMetadata(labels, annotations map[string]string) (Metadata, error) {
 		return ""
 	})
 	m.Platforms = list(AnnotationPlatforms, "Artifact Hub shows where the steps' images run", func(s string) string {
-		if !platformRE.MatchString(s) {
-			return "want os/arch such as linux/amd64"
-		}
-		return ""
+		return CheckPlatform(s)
 	})
 	if len(problems) > 0 {
 		sort.Strings(problems)

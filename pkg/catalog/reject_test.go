@@ -110,7 +110,7 @@ func TestLoadRejects(t *testing.T) {
 		{"unknown category", sub(`"Build Tools"`, `"Builds"`), nil,
 			[]string{`metadata.annotations["tekton.dev/categories"] "Builds": not a Tekton Hub category`}},
 		{"bad platform", sub(`"linux/amd64"`, `"amd64"`), nil,
-			[]string{`metadata.annotations["tekton.dev/platforms"] "amd64": want os/arch`}},
+			[]string{`metadata.annotations["tekton.dev/platforms"] "amd64": ` + PlatformRule}},
 		{"duplicate tag", sub(`"openshift, demo"`, `"openshift, openshift"`), nil,
 			[]string{`"openshift": listed twice`}},
 		{"Tekton validation", sub("command: [kiln-steps]", "command: [kiln-steps]\n      comand: [x]"), nil,

@@ -176,6 +176,9 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	p.Printf("building %s for kernel %s, %s (OS_AUTO %s, DTK_AUTO %s)", plan.BuildTarget, bi.kernel, bi.why, bi.args[ArgOSAuto], bi.args[ArgDTKAuto])
+	// A kernel module build compiles for minutes: one line per Dockerfile
+	// instruction shows where it is (Printf escapes the Dockerfile's text).
+	b.OnStep = func(line string) { p.Printf("%s", clipStep(line)) }
 	d, err := o.Buildah.BudAndPush(ctx, r, b)
 	if err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: Dockerfile of ConfigMap %q: %w", md.Namespace, md.Name, build.DockerfileConfigMap.Name, err)
@@ -432,4 +435,18 @@ func (o *BuildOptions) secretFiles(md *kmmv1beta1.ModuleDay0) (map[string]string
 		return nil, step.InputRejected(fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err))
 	}
 	return out, nil
+}
+
+// maxStepLine keeps a build step's line, after the 22 columns of the
+// progress prefix, within the 100 columns of the Dashboard's and tkn's log
+// panes; a long RUN command is cut at the end, where the Dockerfile (in
+// its ConfigMap) has it whole.
+const maxStepLine = 78
+
+func clipStep(s string) string {
+	r := []rune(s)
+	if len(r) <= maxStepLine {
+		return s
+	}
+	return string(r[:maxStepLine-1]) + "…"
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -257,6 +258,10 @@ func TestKmodBuildSignCompose(t *testing.T) {
 		t.Fatalf("kmod-build: %v\n%s", err, log.String())
 	}
 	t.Logf("kmod-build (buildah, real module compile) took %s", time.Since(start).Round(time.Millisecond))
+	// The minutes of compiling show as one line per Dockerfile instruction.
+	if steps := regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d \[kmod-build\] (\[\d+/\d+\] )?STEP \d+/\d+: \S`).FindAllString(log.String(), -1); len(steps) < 3 {
+		t.Errorf("kmod-build log has %d STEP lines, want one per Dockerfile instruction:\n%s", len(steps), log.String())
+	}
 	if want := "DTK_AUTO is the release's driver-toolkit " + dtk; !strings.Contains(log.String(), want) || !strings.Contains(log.String(), "DTK_AUTO "+dtk+")") {
 		t.Errorf("kmod-build log lacks %q:\n%s", want, log.String())
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -216,6 +217,9 @@ type Bud struct {
 	// Check, when set, runs on the built image before anything is pushed;
 	// its error stops the push (image-build's node import check).
 	Check func(v1.Image) error
+	// OnStep, when set, gets each of buildah's "STEP n/m: …" lines as the
+	// build reaches it (BudSteps), so a long build shows where it is.
+	OnStep func(line string)
 }
 
 // BudAndPush builds with `buildah bud --layers --timestamp 0`, writes the
@@ -278,7 +282,11 @@ func (bb Buildah) bud(ctx context.Context, r registry.Remote, b Bud, tmp string)
 	if err != nil {
 		return "", fmt.Errorf("building %s with buildah: %w", b.Target, err)
 	}
-	if out, err := bb.runEnv(ctx, pull.env, append(append(args, pull.args...), b.Dir)...); err != nil {
+	var steps io.Writer
+	if b.OnStep != nil {
+		steps = &BudSteps{Fn: b.OnStep}
+	}
+	if out, err := bb.runEnvTo(ctx, pull.env, steps, append(append(args, pull.args...), b.Dir)...); err != nil {
 		return "", fmt.Errorf("building %s with buildah: %w\n%s", b.Target, err, tail(out, 15))
 	}
 	return local, nil
@@ -315,6 +323,12 @@ func (bb Buildah) run(ctx context.Context, args ...string) (string, error) {
 
 // runEnv runs buildah with extra variables added to its environment.
 func (bb Buildah) runEnv(ctx context.Context, extra []string, args ...string) (string, error) {
+	return bb.runEnvTo(ctx, extra, nil, args...)
+}
+
+// runEnvTo is runEnv that also streams buildah's output to live as it
+// comes, when live is set.
+func (bb Buildah) runEnvTo(ctx context.Context, extra []string, live io.Writer, args ...string) (string, error) {
 	bin := bb.Bin
 	if bin == "" {
 		bin = "buildah"
@@ -331,7 +345,13 @@ func (bb Buildah) runEnv(ctx context.Context, extra []string, args ...string) (s
 		cmd.Env = append(slices.Clip(cmd.Env), extra...)
 	}
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var w io.Writer = &out
+	if live != nil {
+		// One writer for both streams: exec then calls it from one
+		// goroutine at a time.
+		w = io.MultiWriter(&out, live)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
 	err := cmd.Run()
 	return out.String(), err
 }

@@ -166,7 +166,15 @@ type Input struct {
 	// SpecHash is sha256:<hex> of the JSON of the object's spec (data for a
 	// ConfigMap, status.desired for the ClusterVersion).
 	SpecHash string `json:"specHash"`
+	// Role is RoleCurrent for the pool's current rendered config, read to
+	// check the new one is reconcilable with it but not merged; empty for
+	// every other input.
+	Role string `json:"role,omitempty"`
 }
+
+// RoleCurrent marks the pool's current rendered config in inputs.json: an
+// input of the render, not one of the MachineConfigs it merged.
+const RoleCurrent = "current"
 
 // NewInput records one object.
 func NewInput(kind string, meta metav1.Object, spec any) (Input, error) {

@@ -177,7 +177,9 @@ func (out *Output) record(objs *Objects, mcp *mcfgv1.MachineConfigPool, mod *kmm
 		}
 	}
 	if cur := out.Result.Current; cur != nil {
-		if err := add(NewInput("MachineConfig", cur, cur.Spec)); err != nil {
+		in, err := NewInput("MachineConfig", cur, cur.Spec)
+		in.Role = RoleCurrent
+		if err := add(in, err); err != nil {
 			return err
 		}
 	}

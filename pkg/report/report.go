@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kiln-dev/kiln/pkg/bootimage"
 	"github.com/kiln-dev/kiln/pkg/kmod"
@@ -72,15 +73,14 @@ var details = map[string]func(step.Workspace) (string, error){
 		if ok, err := readJSON(ws.RenderedPath(), &mc); !ok || err != nil {
 			return "", err
 		}
-		// The MachineConfigs, as render's log counts them; the pool and
-		// payload objects are inputs too, but not what a user counts.
-		var inputs []struct {
-			Kind string `json:"kind"`
-		}
+		// The MachineConfigs merged, as render's log counts them: the
+		// pool, the payload objects and the pool's current rendered config
+		// (read to check reconcilability, not merged) are inputs too.
+		var inputs []render.Input
 		_, _ = readJSON(ws.InputsPath(), &inputs)
 		mcs := 0
 		for _, in := range inputs {
-			if in.Kind == "MachineConfig" {
+			if in.Kind == "MachineConfig" && in.Role != render.RoleCurrent {
 				mcs++
 			}
 		}
@@ -162,34 +162,70 @@ func imageOf(ws step.Workspace) string {
 	return b.Ref
 }
 
-// nodesOf says how many nodes reached Updated in the rollout, "" when the
-// rollout left no timeline.
+// nodesOf says how many nodes this run updated, "" when the rollout left
+// no timeline. The rollout's first events for a node are its conditions
+// as they stood when the watch began (rollout.Tracker.Observe), so an
+// Updated=True there is a node already on its config, not one this run
+// moved: drift-gate runs that stop before any node moves count none.
 func nodesOf(ws step.Workspace) string {
 	var tl []rollout.Event
 	if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), &tl); !ok || err != nil {
 		return ""
 	}
-	updated := map[string]bool{}
-	for _, e := range tl {
-		if e.Phase == "Updated" && e.Status == "True" {
-			updated[e.Node] = true
+	n := 0
+	for _, m := range movedNodes(tl) {
+		if m {
+			n++
 		}
 	}
-	if len(updated) == 1 {
+	if n == 1 {
 		return "1 node updated"
 	}
-	return fmt.Sprintf("%d nodes updated", len(updated))
+	return fmt.Sprintf("%d nodes updated", n)
 }
 
+// movedNodes says, for every node in the timeline, whether this run
+// updated it: its Updated condition was seen other than True (the update
+// began, or was under way when the watch began) and then True.
+func movedNodes(tl []rollout.Event) map[string]bool {
+	pending := map[string]bool{}
+	moved := map[string]bool{}
+	for _, e := range tl {
+		if _, ok := moved[e.Node]; !ok {
+			moved[e.Node] = false
+		}
+		if e.Phase != phaseUpdated {
+			continue
+		}
+		if e.Status != metav1.ConditionTrue {
+			pending[e.Node] = true
+		} else if pending[e.Node] {
+			moved[e.Node] = true
+		}
+	}
+	return moved
+}
+
+// phaseUpdated is the MachineConfigNode condition a node reaches when it
+// runs its pool's desired config.
+const phaseUpdated = string(mcfgv1.MachineConfigNodeUpdated)
+
 // nodeSummary says where each node ended: the last parent phase it
-// reached, from the rollout timeline.
+// reached in this run, from the rollout timeline; a node that only ever
+// showed Updated=True was on its config before the run and is unchanged.
 func nodeSummary(tl []rollout.Event) string {
+	moved := movedNodes(tl)
 	last := map[string]string{}
 	for _, e := range tl {
-		if e.Phase == "Updated" && e.Status == "True" {
+		if e.Phase == phaseUpdated && e.Status == metav1.ConditionTrue {
 			last[e.Node] = "Updated"
-		} else if e.Status != "False" {
+		} else if e.Status != metav1.ConditionFalse {
 			last[e.Node] = e.Phase + "=" + string(e.Status)
+		}
+	}
+	for n, s := range last {
+		if s == "Updated" && !moved[n] {
+			last[n] = "unchanged"
 		}
 	}
 	if len(last) == 0 {

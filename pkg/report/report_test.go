@@ -40,6 +40,8 @@ func TestReportStep(t *testing.T) {
 	writeJSON(t, ws.InputsPath(), []map[string]string{{"kind": "MachineConfigPool", "name": "worker"}, {"kind": "MachineConfig", "name": "a"}, {"kind": "MachineConfig", "name": "b"}})
 	writeJSON(t, osimage.ReportPath(ws.StageDir(step.StageImageBuild)), osimage.BuildReport{Record: trust.Record{Ref: "r/os@sha256:2"}, Reused: true, Fingerprint: "0123456789abcdef"})
 	writeJSON(t, filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), []rollout.Event{
+		{Node: "w0", Phase: "Updated", Status: "True"}, {Node: "w1", Phase: "Updated", Status: "True"}, // before the run
+		{Node: "w0", Phase: "Updated", Status: "False"},
 		{Node: "w0", Phase: "UpdatePrepared", Status: "Unknown"}, {Node: "w0", Phase: "Updated", Status: "True"},
 		{Node: "w1", Phase: "UpdateExecuted", Status: "Unknown"}, {Node: "w1", Phase: "NodeDegraded", Status: "True"},
 	})

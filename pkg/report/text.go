@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kiln-dev/kiln/pkg/termsafe"
+	"github.com/kiln-dev/kiln/pkg/textwrap"
 )
 
 // Width is the report's line budget: the Tekton Dashboard's and tkn's log
@@ -152,30 +153,5 @@ func (r Row) text() string {
 	return "error: " + r.Cause + " — " + r.Detail
 }
 
-// wrap breaks s into lines of at most width runes at spaces; a word longer
-// than width (a digest reference) is cut.
-func wrap(s string, width int) []string {
-	var lines []string
-	var cur []rune
-	for _, word := range strings.Fields(s) {
-		wr := []rune(word)
-		for len(wr) > width {
-			if len(cur) > 0 {
-				lines, cur = append(lines, string(cur)), nil
-			}
-			lines, wr = append(lines, string(wr[:width])), wr[width:]
-		}
-		switch {
-		case len(cur) == 0:
-			cur = wr
-		case len(cur)+1+len(wr) <= width:
-			cur = append(append(cur, ' '), wr...)
-		default:
-			lines, cur = append(lines, string(cur)), wr
-		}
-	}
-	if len(cur) > 0 {
-		lines = append(lines, string(cur))
-	}
-	return lines
-}
+// wrap is textwrap.Wrap, shared with the rollout log.
+func wrap(s string, width int) []string { return textwrap.Wrap(s, width) }

@@ -1,15 +1,16 @@
 package rollout
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-dev/kiln/pkg/termsafe"
+	"github.com/kiln-dev/kiln/pkg/textwrap"
 )
 
 // TableEvery is the least time between two node tables in the rollout
@@ -35,15 +36,30 @@ func newProgressLog(out io.Writer) *progressLog {
 	return &progressLog{out: out, now: time.Now}
 }
 
-// printf writes one timestamped line. Each line is one Write, so lines of
-// concurrent writers stay whole. Decisions and the closing line are never
-// cut (a digest and a config name take 120 columns); transitions are.
+// printf writes one timestamped entry, escaped (MCO's messages and object
+// names come from the cluster) and wrapped within logWidth at spaces as
+// the report wraps (pkg/textwrap): a config name or digest is never cut,
+// and continuation lines are indented under the text. Each entry is one
+// Write, so entries of concurrent writers stay whole.
 func (l *progressLog) printf(format string, args ...any) {
 	if l == nil || l.out == nil {
 		return
 	}
-	line := l.now().UTC().Format("15:04:05") + " " + fmt.Sprintf(format, args...)
-	_, _ = io.WriteString(l.out, strings.TrimRight(line, "\n")+"\n")
+	stamp := l.now().UTC().Format("15:04:05") + " "
+	msg := termsafe.Escape(strings.TrimRight(fmt.Sprintf(format, args...), "\n"))
+	var b strings.Builder
+	for i, line := range textwrap.Wrap(msg, logWidth-len(stamp)) {
+		if i == 0 {
+			b.WriteString(stamp)
+		} else {
+			b.WriteString(strings.Repeat(" ", len(stamp)))
+		}
+		b.WriteString(line + "\n")
+	}
+	if b.Len() == 0 {
+		b.WriteString(strings.TrimRight(stamp, " ") + "\n")
+	}
+	_, _ = io.WriteString(l.out, b.String())
 }
 
 // transitions prints the phase changes a user follows: a parent phase
@@ -68,13 +84,13 @@ func (l *progressLog) transitions(evs []Event) {
 			continue
 		}
 		// MCO's reason often repeats the phase; it is shown when it says
-		// more (Cordoned, RebootedNode). The timestamp takes 9 columns and
-		// MCO's messages can be long: the line is cut at the pane's width.
+		// more (Cordoned, RebootedNode). MCO's messages run to hundreds of
+		// columns and end with the config name: printf wraps them.
 		reason := ""
 		if e.Reason != "" && e.Reason != e.Phase {
 			reason = " (" + e.Reason + ")"
 		}
-		l.printf("%s", clip(fmt.Sprintf("%s %s %s%s: %s", e.Node, e.Phase, what, reason, e.Message), logWidth-9))
+		l.printf("%s %s %s%s: %s", e.Node, e.Phase, what, reason, e.Message)
 	}
 }
 
@@ -89,21 +105,42 @@ func (l *progressLog) table(t *Tracker, force bool) {
 		return
 	}
 	l.lastTable = now
-	var buf bytes.Buffer // one Write per table, so log lines stay whole
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATE\tCONFIG\tDETAIL")
+	type row struct{ node, state, config, detail string }
+	rows := []row{{"NODE", "STATE", "CONFIG", ""}}
+	w := [3]int{}
 	for _, mcn := range t.Nodes() {
 		state, detail := nodeState(mcn)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", mcn.Name, state, currentConfig(mcn), detail)
+		rows = append(rows, row{termsafe.Escape(mcn.Name), state, termsafe.Escape(currentConfig(mcn)), termsafe.Escape(detail)})
 	}
-	_ = tw.Flush()
-	var out strings.Builder
+	for _, r := range rows {
+		w = [3]int{max(w[0], runes(r.node)), max(w[1], runes(r.state)), max(w[2], runes(r.config))}
+	}
+	var out strings.Builder // one Write per table, so log lines stay whole
 	fmt.Fprintf(&out, "%s nodes of the pool (%d):\n", now.UTC().Format("15:04:05"), len(t.nodes))
-	for line := range strings.SplitSeq(strings.TrimRight(buf.String(), "\n"), "\n") {
-		out.WriteString("  " + clip(strings.TrimRight(line, " "), logWidth-2) + "\n")
+	indent := strings.Repeat(" ", detailIndent)
+	for _, r := range rows {
+		// A node name and a config name take up to 100 columns together:
+		// a row that does not fit is wrapped between them, never cut.
+		head := fmt.Sprintf("  %-*s  %-*s  %s", w[0], r.node, w[1], r.state, r.config)
+		if runes(head) <= logWidth {
+			out.WriteString(strings.TrimRight(head, " ") + "\n")
+		} else {
+			for i, line := range textwrap.Wrap(head, logWidth-detailIndent) {
+				out.WriteString(map[bool]string{true: "  ", false: indent}[i == 0] + line + "\n")
+			}
+		}
+		// The detail (MCO's message, often hundreds of columns) goes below
+		// its row: beside it, after two names, it would get a few columns.
+		for _, line := range textwrap.Wrap(r.detail, logWidth-detailIndent) {
+			out.WriteString(indent + line + "\n")
+		}
 	}
 	_, _ = io.WriteString(l.out, out.String())
 }
+
+// detailIndent indents a node's detail, and a wrapped row's rest, below
+// the row in the node table.
+const detailIndent = 6
 
 // nodeState is one word for where a node is, and what it is doing. MCO
 // sets every phase but Updated back to False once an update is done, so
@@ -137,11 +174,4 @@ func currentConfig(mcn *mcfgv1.MachineConfigNode) string {
 	return mcn.Status.ConfigVersion.Current
 }
 
-// clip cuts s to n columns, marking the cut.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
+func runes(s string) int { return len([]rune(s)) }

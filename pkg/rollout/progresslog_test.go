@@ -30,6 +30,9 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 var (
 	timestamped = regexp.MustCompile(`^\d\d:\d\d:\d\d `)
 	tableHeader = regexp.MustCompile(`^\d\d:\d\d:\d\d nodes of the pool \((\d+)\):$`)
+	tableRow    = regexp.MustCompile(`^  \S`)
+	// continued is a wrapped entry's or a table detail's next line.
+	continued = regexp.MustCompile(`^   +\S`)
 )
 
 // TestRolloutLogOnFiftyNodes rolls an image out to a 50-node pool (a quarter
@@ -56,15 +59,17 @@ func TestRolloutLogOnFiftyNodes(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	tables, rows, transitions := 0, 0, 0
+	tables, rows, transitions, more := 0, 0, 0, 0
 	for _, l := range lines {
 		switch {
-		case len([]rune(l)) > 100 && !strings.Contains(l, " nodes on sha256:"):
+		case len([]rune(l)) > 100:
 			t.Errorf("line wider than 100 columns: %q", l)
 		case tableHeader.MatchString(l):
 			tables++
-		case strings.HasPrefix(l, "  "):
+		case tableRow.MatchString(l):
 			rows++
+		case continued.MatchString(l):
+			more++
 		case !timestamped.MatchString(l):
 			t.Errorf("line without a timestamp: %q", l)
 		case strings.Contains(l, " fifty-"):
@@ -83,13 +88,18 @@ func TestRolloutLogOnFiftyNodes(t *testing.T) {
 	if transitions < nodes*6 || transitions > len(res.Timeline) {
 		t.Errorf("%d transition lines for %d nodes and %d timeline events", transitions, nodes, len(res.Timeline))
 	}
-	if other := len(lines) - rows - tables - transitions; other > 10 {
+	if other := len(lines) - rows - tables - transitions - more; other > 10 {
 		t.Errorf("%d lines other than tables and transitions:\n%s", other, out)
 	}
 	_, digest, _ := strings.Cut(image(50), "@")
 	want := fmt.Sprintf("%d/%d nodes on %s (%s)", nodes, nodes, digest, res.Rendered)
-	if last := lines[len(lines)-1]; !timestamped.MatchString(last) || last[9:] != want {
-		t.Errorf("last line %q, want %q", last, want)
+	// The closing entry is wrapped, never cut: its lines rejoin to it.
+	entry := lines[len(lines)-1]
+	for i := len(lines) - 1; i > 0 && continued.MatchString(lines[i]); i-- {
+		entry = lines[i-1] + " " + strings.TrimSpace(entry)
+	}
+	if !timestamped.MatchString(entry) || entry[9:] != want {
+		t.Errorf("closing entry %q, want %q", entry, want)
 	}
 	t.Logf("%d lines: %d tables, %d transition lines, %d timeline events, in %v", len(lines), tables, transitions, len(res.Timeline), elapsed.Round(time.Millisecond))
 }

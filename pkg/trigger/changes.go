@@ -1,8 +1,11 @@
 package trigger
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -34,32 +37,50 @@ const (
 	changesSame  = "same inputs, run again"
 )
 
-// encodeInputs keeps the inputs in one annotation: sorted key=value lines.
+// encodeInputs keeps the inputs in one annotation, as compact JSON on one
+// line: a multi-line value breaks the Annotations block `tkn pr describe`
+// prints, and JSON's object keys come sorted (encoding/json sorts map
+// keys), so equal inputs give equal annotations.
 func encodeInputs(in map[string]string) string {
-	keys := sortedKeys(in)
-	var b strings.Builder
-	for _, k := range keys {
-		b.WriteString(k + "=" + in[k] + "\n")
+	if s := compactJSON(in); len(s) <= maxInputsBytes {
+		return s
 	}
-	if b.Len() <= maxInputsBytes {
-		return b.String()
-	}
-	b.Reset()
+	short := map[string]string{}
 	n := 0
-	for _, k := range keys {
+	for k, v := range in {
 		if strings.HasPrefix(k, inputMC) {
 			n++
 			continue
 		}
-		b.WriteString(k + "=" + in[k] + "\n")
+		short[k] = v
 	}
-	b.WriteString(fmt.Sprintf("%s=%d\n", inputMCs, n))
-	return b.String()
+	short[inputMCs] = strconv.Itoa(n)
+	return compactJSON(short)
 }
 
+func compactJSON(m map[string]string) string {
+	// A map of strings always encodes; HTML escaping is off so image
+	// references read as they are.
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(m)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// decodeInputs reads the annotation: a JSON object, or the key=value
+// lines older kiln releases wrote, so a pool's first run after an upgrade
+// still names what changed. Anything else reads as no inputs.
 func decodeInputs(s string) map[string]string {
 	if s == "" {
 		return nil
+	}
+	if strings.HasPrefix(s, "{") {
+		var m map[string]string
+		if json.Unmarshal([]byte(s), &m) != nil {
+			return nil
+		}
+		return m
 	}
 	m := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {

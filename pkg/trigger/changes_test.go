@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,13 +95,36 @@ func TestEncodeInputsDropsNamesPastTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	enc := encodeInputs(big.Inputs)
-	if len(enc) > maxInputsBytes || strings.Contains(enc, inputMC) || !strings.Contains(enc, "base=b@sha256:1") {
+	if len(enc) > maxInputsBytes || strings.Contains(enc, inputMC) || !strings.Contains(enc, `"base":"b@sha256:1"`) || strings.Contains(enc, "\n") {
 		t.Fatalf("encoded %d bytes, names kept: %v", len(enc), strings.Contains(enc, inputMC))
 	}
 	in.MachineConfigs[0] = mcWithKarg(in.MachineConfigs[0].Name, "k=2")
 	cur, _ := h.Compute(in)
 	if got := cur.Describe(big.Parts, decodeInputs(enc)); got != "MachineConfigs changed (too many to name)" {
 		t.Errorf("Describe = %q", got)
+	}
+}
+
+// TestInputsAnnotationOneLine: the annotation is compact JSON on one line
+// (tkn's Annotations block shows one line per key), sorted by key, image
+// references unescaped; it decodes back, and the key=value lines older
+// releases wrote still decode.
+func TestInputsAnnotationOneLine(t *testing.T) {
+	in := map[string]string{"mc/99-worker-ssh": "sha256:aa", "base": "quay.io/x/os@sha256:1", "mc/00-worker": "sha256:bb", "rebuild": "<&>"}
+	want := `{"base":"quay.io/x/os@sha256:1","mc/00-worker":"sha256:bb","mc/99-worker-ssh":"sha256:aa","rebuild":"<&>"}`
+	got := encodeInputs(in)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("encodeInputs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(in, decodeInputs(got)); diff != "" {
+		t.Errorf("decodeInputs(encodeInputs) (-want +got):\n%s", diff)
+	}
+	old := "base=quay.io/x/os@sha256:1\nmc/00-worker=sha256:bb\nmc/99-worker-ssh=sha256:aa\nrebuild=<&>\n"
+	if diff := cmp.Diff(in, decodeInputs(old)); diff != "" {
+		t.Errorf("decodeInputs of an older release's lines (-want +got):\n%s", diff)
+	}
+	if got := decodeInputs("{not json"); got != nil {
+		t.Errorf("decodeInputs of broken JSON = %v, want none", got)
 	}
 }
 
@@ -115,8 +141,11 @@ func FuzzDecodeInputs(f *testing.F) {
 				t.Fatalf("key %q spans lines", k)
 			}
 		}
-		if strings.Contains(s, "\n") {
-			return
+		if enc := encodeInputs(map[string]string{"k": s}); strings.Contains(enc, "\n") {
+			t.Fatalf("encoding %q spans lines: %q", s, enc)
+		}
+		if !utf8.ValidString(s) {
+			return // JSON holds text; inputs are names, hashes and references
 		}
 		if back := decodeInputs(encodeInputs(map[string]string{"k": s})); back["k"] != s {
 			t.Fatalf("round trip of %q gave %q", s, back["k"])

@@ -34,6 +34,35 @@ func (c *cluster) assertChains(ctx context.Context, r *pipelinev1.PipelineRun) {
 		base = kmod
 	}
 	c.assertChainsImage(ctx, trs["image-build"].tr, image, base)
+	c.assertChainsRunAnnotations(ctx, r)
+}
+
+// assertChainsRunAnnotations: once Chains has processed the PipelineRun
+// (it marks it signed even with PipelineRun artifacts off), no annotation
+// of Chains' on it is a payload or a signature (env.ChainsConfig).
+func (c *cluster) assertChainsRunAnnotations(ctx context.Context, r *pipelinev1.PipelineRun) {
+	c.t.Helper()
+	got := &pipelinev1.PipelineRun{}
+	c.poll(ctx, 2*time.Minute, fmt.Sprintf("Chains to process PipelineRun %s", r.Name), func() bool {
+		if err := c.c.Get(ctx, client.ObjectKeyFromObject(r), got); err != nil {
+			c.t.Fatal(err)
+		}
+		_, ok := got.Annotations[env.ChainsSignedAnnotation]
+		return ok
+	})
+	total := 0
+	for k, v := range got.Annotations {
+		if !strings.HasPrefix(k, env.ChainsAnnotationPrefix) {
+			continue
+		}
+		total += len(v)
+		if len(v) > env.MaxChainsAnnotation {
+			c.t.Errorf("PipelineRun %s: Chains' annotation %s is %d bytes (over %d): PipelineRun artifacts should be off",
+				r.Name, k, len(v), env.MaxChainsAnnotation)
+		}
+	}
+	c.t.Logf("Chains: PipelineRun %s %s=%q; Chains' annotations total %d bytes",
+		r.Name, env.ChainsSignedAnnotation, got.Annotations[env.ChainsSignedAnnotation], total)
 }
 
 // assertChainsImage checks Chains' work on one TaskRun and its image;

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -298,4 +299,75 @@ func TestTriggersSample(t *testing.T) {
 		t.Fatalf("the TriggerTemplate's PipelineRun: %v", err)
 	}
 	checkRun(t, pr)
+}
+
+// TestGitOpsSampleMetadataMatchesNodeImage: the GitOps sample Pipeline
+// carries node-image's version label and its catalog annotations but the
+// display name (minVersion, platforms, categories, tags), and the part-of
+// label make install gives node-image (config/kustomization.yaml), since
+// the sample is applied on its own.
+func TestGitOpsSampleMetadataMatchesNodeImage(t *testing.T) {
+	ctx := context.Background()
+	sample, err := pipeline.LoadPipeline(ctx, filepath.Join(samplesDir(), "gitops", "pipeline.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := pipeline.LoadPipeline(ctx, filepath.Join(env.RepoRoot(), "pipelines", "node-image.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Render(ConfigDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var installed map[string]string
+	for _, o := range objs {
+		if o.GetKind() == "Pipeline" && o.GetName() == ref.Name {
+			installed = o.GetLabels()
+		}
+	}
+	if installed == nil {
+		t.Fatalf("make install does not install Pipeline %s", ref.Name)
+	}
+	wantAnn := map[string]string{}
+	for k, v := range ref.Annotations {
+		if k != "tekton.dev/displayName" {
+			wantAnn[k] = v
+		}
+	}
+	gotAnn := map[string]string{}
+	for k, v := range sample.Annotations {
+		if k != "tekton.dev/displayName" {
+			gotAnn[k] = v
+		}
+	}
+	if diff := cmp.Diff(wantAnn, gotAnn); diff != "" {
+		t.Errorf("config/samples/gitops/pipeline.yaml annotations (-node-image +sample):\n%s", diff)
+	}
+	if diff := cmp.Diff(installed, sample.Labels); diff != "" {
+		t.Errorf("config/samples/gitops/pipeline.yaml labels (-node-image as installed +sample):\n%s", diff)
+	}
+}
+
+// TestFailureResultsFirst: FAILED_STAGE and FAILURE lead node-image's and
+// the GitOps sample's results, in that order; Tekton lists a run's results
+// in the Pipeline's order, and `tkn pr describe` and the Dashboard show
+// them so, so a failed run's cause is the first thing read.
+func TestFailureResultsFirst(t *testing.T) {
+	for _, f := range []string{
+		filepath.Join(env.RepoRoot(), "pipelines", "node-image.yaml"),
+		filepath.Join(samplesDir(), "gitops", "pipeline.yaml"),
+	} {
+		p, err := pipeline.LoadPipeline(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range p.Spec.Results {
+			names = append(names, r.Name)
+		}
+		if len(names) < 2 || names[0] != "FAILED_STAGE" || names[1] != "FAILURE" {
+			t.Errorf("%s: results %q, want FAILED_STAGE and FAILURE first", filepath.Base(f), names)
+		}
+	}
 }

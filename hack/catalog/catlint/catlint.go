@@ -191,8 +191,6 @@ func checkPath(dir string, r *Resource) []string {
 	return out
 }
 
-var platformRE = regexp.MustCompile(`^[a-z0-9]+/[a-z0-9]+$`)
-
 // checkMetadata: the label and annotations, each present and well formed.
 func checkMetadata(r *Resource, o Options) []string {
 	m := r.Meta()
@@ -236,8 +234,8 @@ func checkMetadata(r *Resource, o Options) []string {
 		out = append(out, ann(catalog.AnnotationPlatforms)+" is missing")
 	}
 	for _, p := range plats {
-		if !platformRE.MatchString(p) {
-			out = append(out, fmt.Sprintf("%s %q: want OS/ARCH such as linux/amd64", ann(catalog.AnnotationPlatforms), p))
+		if msg := catalog.CheckPlatform(p); msg != "" {
+			out = append(out, fmt.Sprintf("%s %q: %s", ann(catalog.AnnotationPlatforms), p, msg))
 		}
 	}
 	return out

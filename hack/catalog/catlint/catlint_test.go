@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/kiln-dev/kiln/pkg/catalog"
 )
 
@@ -85,7 +87,7 @@ func TestChecksRejectBadResources(t *testing.T) {
 		"bad-meta": {
 			`metadata.annotations["tekton.dev/pipelines.minVersion"] "0.56.0": the tests prove Tekton ` + o.MinVersion + " only",
 			`metadata.annotations["tekton.dev/categories"] "Compilers": not a Tekton Hub category`,
-			`metadata.annotations["tekton.dev/platforms"] "linux/arm/v7": want OS/ARCH`,
+			`metadata.annotations["tekton.dev/platforms"] "linux/arm/v7/extra": ` + catalog.PlatformRule,
 			`metadata.annotations["tekton.dev/displayName"] is missing`,
 			`metadata.annotations["tekton.dev/tags"] is missing`,
 			"spec.params[image]: description is missing",
@@ -252,6 +254,35 @@ func TestInternalRefInDescriptions(t *testing.T) {
 	} {
 		if got := internalRef.FindString(d); got != want {
 			t.Errorf("internalRef in %q = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestMetadataPlatformVariant: the linter accepts the platforms the
+// generator accepts (pkg/catalog.CheckPlatform), linux/arm64/v8 included,
+// and refuses the same malformed ones with the same rule.
+func TestMetadataPlatformVariant(t *testing.T) {
+	var r *Resource
+	for _, x := range loadCatalog(t, filepath.Join("testdata", "catalog")) {
+		if x.Meta().Name == "script-ok" {
+			r = x
+		}
+	}
+	o := options(t)
+	for _, tc := range []struct {
+		platforms string
+		want      []string
+	}{
+		{"linux/amd64,linux/arm64/v8", nil},
+		{"linux/arm64/v8/x", []string{`metadata.annotations["tekton.dev/platforms"] "linux/arm64/v8/x": ` + catalog.PlatformRule}},
+	} {
+		cp := &Resource{Rel: r.Rel, Task: r.Task.DeepCopy()}
+		cp.Task.Annotations[catalog.AnnotationPlatforms] = tc.platforms
+		if _, err := catalog.ParseMetadata(cp.Task.Labels, cp.Task.Annotations); (err == nil) != (tc.want == nil) {
+			t.Errorf("%s: the generator says %v, the linter wants %q", tc.platforms, err, tc.want)
+		}
+		if diff := cmp.Diff(tc.want, checkMetadata(cp, o)); diff != "" {
+			t.Errorf("%s: checkMetadata (-want +got):\n%s", tc.platforms, diff)
 		}
 	}
 }
