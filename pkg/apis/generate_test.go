@@ -21,7 +21,7 @@ func TestGeneratedUpToDate(t *testing.T) {
 	}
 	root := env.RepoRoot()
 	tmp := t.TempDir()
-	for _, dir := range []string{"pkg/apis", "config/crd", "hack"} {
+	for _, dir := range append([]string{"config/crd", "hack"}, apisPackages(t, root)...) {
 		copyTree(t, filepath.Join(root, dir), filepath.Join(tmp, dir))
 	}
 	for _, f := range []string{"go.mod", "go.sum"} {
@@ -109,4 +109,26 @@ func copyFile(t *testing.T, src, dst string) {
 	if err := os.WriteFile(dst, b, info.Mode().Perm()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// apisPackages lists the folders of kiln's own packages that pkg/apis
+// builds from (itself and what it imports, such as pkg/imageref), so the
+// copy compiles for controller-gen however the imports grow.
+func apisPackages(t *testing.T, root string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}", "./pkg/apis/...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("listing the packages pkg/apis imports: %v", err)
+	}
+	var dirs []string
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			t.Fatalf("package folder %s is outside the repository", dir)
+		}
+		dirs = append(dirs, rel)
+	}
+	return dirs
 }

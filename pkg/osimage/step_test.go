@@ -96,7 +96,7 @@ func TestImageBuildStep(t *testing.T) {
 	}
 
 	os.Remove(filepath.Join(work, "render", "rendered.json"))
-	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"}, Base: "x", Repository: "y"}
+	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"}, Base: "quay.io/org/base:1", Repository: "quay.io/org/os"}
 	if err := o.Run(context.Background(), step.Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}); err == nil || !strings.Contains(err.Error(), "rendered.json") {
 		t.Fatalf("missing rendered.json: %v", err)
 	}

@@ -86,8 +86,10 @@ func TestRollout(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v\n%s", err, log.String())
 		}
+		// The log wraps within 100 columns: read it as one line of words.
+		flat := strings.Join(strings.Fields(log.String()), " ")
 		for _, want := range []string{"canary: pool canary paused; waiting for [canary-", "healthy on rendered-canary-", "resuming pool canary"} {
-			if !strings.Contains(log.String(), want) {
+			if !strings.Contains(flat, want) {
 				t.Errorf("progress lacks %q", want)
 			}
 		}

@@ -6,9 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"sync"
 	"syscall"
-
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
 // A fault is an error that says a command never got its answer: the
@@ -32,6 +31,24 @@ type faultSentinel struct{ msg string }
 func (e *faultSentinel) Error() string { return e.msg }
 func (e *faultSentinel) Fault() bool   { return true }
 
+// faultKinds are the classifiers packages register for error types this
+// package does not know: pkg/registry registers go-containerregistry's
+// transport.Error, the only package allowed to import it. A binary that
+// can hold such an error links pkg/registry, so its classifier is there.
+var (
+	faultKindsMu sync.RWMutex
+	faultKinds   []func(error) bool
+)
+
+// RegisterFault adds a classifier IsFault consults: it reports whether
+// err's chain holds an error of the registering package's kind that is a
+// fault. Call it from an init function.
+func RegisterFault(f func(error) bool) {
+	faultKindsMu.Lock()
+	defer faultKindsMu.Unlock()
+	faultKinds = append(faultKinds, f)
+}
+
 // NewFault returns a sentinel error (compared with errors.Is) that IsFault
 // recognises anywhere in a chain.
 func NewFault(msg string) error { return &faultSentinel{msg: msg} }
@@ -39,7 +56,7 @@ func NewFault(msg string) error { return &faultSentinel{msg: msg} }
 // IsFault reports whether err's chain shows a command never got its
 // answer: a sentinel made by NewFault, a registry's HTTP error with a
 // status that is not about the image's trust (401, 403, 404, 408, 429,
-// 5xx; go-containerregistry's transport.Error), a network error
+// 5xx; through the classifiers of RegisterFault), a network error
 // (net.Error, which *url.Error is, or a refused or reset connection), or
 // a context that ended.
 func IsFault(err error) bool {
@@ -50,9 +67,13 @@ func IsFault(err error) bool {
 	if errors.As(err, &f) && f.Fault() {
 		return true
 	}
-	var te *transport.Error
-	if errors.As(err, &te) && FaultStatus(te.StatusCode) {
-		return true
+	faultKindsMu.RLock()
+	kinds := faultKinds
+	faultKindsMu.RUnlock()
+	for _, kind := range kinds {
+		if kind(err) {
+			return true
+		}
 	}
 	var ne net.Error
 	var ue *url.Error

@@ -10,8 +10,21 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
+
+// statusError stands for a client's HTTP error type, which its package
+// registers with RegisterFault (pkg/registry does so for
+// go-containerregistry's transport.Error; its test covers that type).
+type statusError struct{ code int }
+
+func (e *statusError) Error() string { return fmt.Sprintf("HTTP %d", e.code) }
+
+func init() {
+	RegisterFault(func(err error) bool {
+		var se *statusError
+		return errors.As(err, &se) && FaultStatus(se.code)
+	})
+}
 
 // A fault is an error that says no answer came (network, auth, missing
 // object, throttling, server error, timeout), through any wrapping; an
@@ -32,13 +45,13 @@ func TestIsFaultTellsNoAnswerFromAVerdict(t *testing.T) {
 		{"deadline", fmt.Errorf("reading: %w", context.DeadlineExceeded), true},
 		{"canceled", context.Canceled, true},
 		{"bare errno", fmt.Errorf("x: %w", syscall.ECONNRESET), true},
-		{"HTTP 401", &transport.Error{StatusCode: 401}, true},
-		{"HTTP 403", &transport.Error{StatusCode: 403}, true},
-		{"HTTP 404", &transport.Error{StatusCode: 404}, true},
-		{"HTTP 429", &transport.Error{StatusCode: 429}, true},
-		{"HTTP 500", fmt.Errorf("get: %w", &transport.Error{StatusCode: 500}), true},
-		{"HTTP 503", &transport.Error{StatusCode: 503}, true},
-		{"HTTP 400", &transport.Error{StatusCode: 400}, false},
+		{"HTTP 401", &statusError{code: 401}, true},
+		{"HTTP 403", &statusError{code: 403}, true},
+		{"HTTP 404", &statusError{code: 404}, true},
+		{"HTTP 429", &statusError{code: 429}, true},
+		{"HTTP 500", fmt.Errorf("get: %w", &statusError{code: 500}), true},
+		{"HTTP 503", &statusError{code: 503}, true},
+		{"HTTP 400", &statusError{code: 400}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -64,7 +77,7 @@ func TestRefusedOnlyForAnsweredChecks(t *testing.T) {
 		{"no signature", errors.New("A signature was required, but no signature exists")},
 		{"unreachable", fmt.Errorf("reading signatures: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED})},
 		{"auth", fmt.Errorf("reading: %w", NewFault("registry authentication failed"))},
-		{"server error", &transport.Error{StatusCode: 502}},
+		{"server error", &statusError{code: 502}},
 	} {
 		got = append(got, row{c.name, CodeOf(Refused(c.err))})
 	}

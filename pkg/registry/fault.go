@@ -1,0 +1,20 @@
+package registry
+
+import (
+	"errors"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/kiln-dev/kiln/pkg/step"
+)
+
+// go-containerregistry's transport.Error is a fault (step.IsFault) when
+// its status says the registry gave no answer about the image (401, 403,
+// 404, 408, 429, 5xx). pkg/step cannot know the type itself: only this
+// package may import the transport (boundary_test.go).
+func init() { step.RegisterFault(isTransportFault) }
+
+func isTransportFault(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && step.FaultStatus(te.StatusCode)
+}
