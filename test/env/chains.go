@@ -150,11 +150,9 @@ func startChains(t testing.TB, k *Kube, o ChainsOptions) (*Chains, error) {
 	if err := os.MkdirAll(work, 0o700); err != nil {
 		return nil, err
 	}
-	cmd, err := chainsCommand(t, k, bin, upper, work)
-	if err != nil {
-		return nil, err
-	}
-	p, err := startKnativeController(t, "tekton-chains", cmd)
+	p, err := startKnativeController(t, "tekton-chains", func() (*exec.Cmd, error) {
+		return chainsCommand(t, k, bin, upper, work)
+	})
 	if err != nil {
 		return nil, err
 	}

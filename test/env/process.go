@@ -84,6 +84,28 @@ func fileTail(path string, n int) string {
 	return s
 }
 
+// portClashAttempts bounds the starts of a server whose port was taken.
+// freePort's port is free when asked, but until the server binds it any
+// other process may take it: the kernel hands the same ephemeral range to
+// outgoing connections, and CI runs many packages' servers at once.
+const portClashAttempts = 3
+
+// retryPortClash runs start, which picks its ports afresh each time, again
+// when the server it started exited because a port was in use. Any other
+// error ends it at once.
+func retryPortClash[T any](start func() (T, error)) (T, error) {
+	var (
+		v   T
+		err error
+	)
+	for i := 0; i < portClashAttempts; i++ {
+		if v, err = start(); err == nil || !strings.Contains(err.Error(), "address already in use") {
+			return v, err
+		}
+	}
+	return v, fmt.Errorf("%d starts, each found a port taken: %w", portClashAttempts, err)
+}
+
 // freePort asks the kernel for a free TCP port on host.
 func freePort(host string) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
@@ -109,9 +131,20 @@ func freeMetricsPort() (int, error) {
 }
 
 // startKnativeController starts a controller built on knative's
-// sharedmain, stopped when t ends, and waits until it logs that its
-// informers synced and its reconcilers start.
-func startKnativeController(t testing.TB, name string, cmd *exec.Cmd) (*process, error) {
+// sharedmain, from the command that command makes (with fresh ports each
+// call), stopped when t ends, and waits until it logs that its informers
+// synced and its reconcilers start.
+func startKnativeController(t testing.TB, name string, command func() (*exec.Cmd, error)) (*process, error) {
+	return retryPortClash(func() (*process, error) {
+		cmd, err := command()
+		if err != nil {
+			return nil, err
+		}
+		return startKnativeOnce(t, name, cmd)
+	})
+}
+
+func startKnativeOnce(t testing.TB, name string, cmd *exec.Cmd) (*process, error) {
 	p, err := startProcess(name, cmd, filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
 		return nil, err

@@ -41,7 +41,7 @@ type RegistryOptions struct {
 // storage removed when t ends.
 func StartRegistry(t testing.TB, o RegistryOptions) *Registry {
 	t.Helper()
-	r, err := startRegistry(o)
+	r, err := retryPortClash(func() (*Registry, error) { return startRegistry(o) })
 	if err != nil {
 		t.Fatalf("starting registry: %v", err)
 	}

@@ -69,11 +69,22 @@ func startTekton(t testing.TB, k *Kube, node *Node) error {
 	if err := tektonConfig(k); err != nil {
 		return err
 	}
+	_, err = retryPortClash(func() (struct{}, error) {
+		return struct{}{}, startTektonController(t, bin, args)
+	})
+	return err
+}
+
+// startTektonController starts the controller on fresh free ports, stopped
+// when t ends, and waits for its readiness probe.
+func startTektonController(t testing.TB, bin string, args []string) error {
 	ports := map[string]int{}
 	for _, name := range []string{"PROBES_PORT", "METRICS_PROMETHEUS_PORT", "PROFILING_PORT"} {
-		if ports[name], err = freePort("127.0.0.1"); err != nil {
+		port, err := freePort("127.0.0.1")
+		if err != nil {
 			return err
 		}
+		ports[name] = port
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "SYSTEM_NAMESPACE="+TektonNamespace, "KUBERNETES_MIN_VERSION=v1.28.0",
@@ -84,8 +95,7 @@ func startTekton(t testing.TB, k *Kube, node *Node) error {
 	for name, port := range ports {
 		cmd.Env = append(cmd.Env, fmt.Sprintf("%s=%d", name, port))
 	}
-	dir := t.TempDir()
-	p, err := startProcess("tekton-controller", cmd, filepath.Join(dir, "controller.log"))
+	p, err := startProcess("tekton-controller", cmd, filepath.Join(t.TempDir(), "controller.log"))
 	if err != nil {
 		return err
 	}

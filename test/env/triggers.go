@@ -83,11 +83,9 @@ func startTriggers(t testing.TB, k *Kube, node *Node) (*Triggers, error) {
 	if err := node.importImage(tar); err != nil {
 		return nil, err
 	}
-	cmd, err := triggersCommand(t, k, filepath.Join(bins, "controller"), sink)
-	if err != nil {
-		return nil, err
-	}
-	p, err := startKnativeController(t, "tekton-triggers", cmd)
+	p, err := startKnativeController(t, "tekton-triggers", func() (*exec.Cmd, error) {
+		return triggersCommand(t, k, filepath.Join(bins, "controller"), sink)
+	})
 	if err != nil {
 		return nil, err
 	}
