@@ -12,13 +12,15 @@ import (
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-dev/kiln/test/golden"
 )
 
 // TestFromClusterGolden turns each testdata/fromcluster/<case>/cluster.yaml
 // (read as directory mode reads a manifests folder) into a registries
 // folder and compares it with <case>/want/: registries.conf as the nodes'
 // CRI-O would have it, certs.d as MCO writes /etc/docker/certs.d.
-// KILN_UPDATE_GOLDEN=1 rewrites want/.
+// go test -update rewrites want/.
 func TestFromClusterGolden(t *testing.T) {
 	cases, err := os.ReadDir(filepath.Join("testdata", "fromcluster"))
 	if err != nil {
@@ -35,7 +37,7 @@ func TestFromClusterGolden(t *testing.T) {
 			if err := cfg.WriteDir(got); err != nil {
 				t.Fatal(err)
 			}
-			goldenTree(t, got, filepath.Join(dir, "want"))
+			golden.CheckTree(t, got, filepath.Join(dir, "want"))
 			// The folder reads back as the Config it was written from.
 			back, err := LoadDir(filepath.Join(dir, "want"))
 			if err != nil {
@@ -68,31 +70,6 @@ func fromManifests(t *testing.T, file string) *Config {
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-// goldenTree compares the files under got with those under want.
-func goldenTree(t *testing.T, got, want string) {
-	t.Helper()
-	if os.Getenv("KILN_UPDATE_GOLDEN") == "1" {
-		if err := os.RemoveAll(want); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.CopyFS(want, os.DirFS(got)); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	g, w := readTree(t, got), readTree(t, want)
-	for name, data := range w {
-		if string(g[name]) != string(data) {
-			t.Errorf("%s:\n%s\nwant:\n%s\n(KILN_UPDATE_GOLDEN=1 rewrites it)", name, g[name], data)
-		}
-	}
-	for name := range g {
-		if _, ok := w[name]; !ok {
-			t.Errorf("unexpected file %s (KILN_UPDATE_GOLDEN=1 rewrites want/)", name)
-		}
-	}
 }
 
 func readTree(t *testing.T, root string) map[string][]byte {
