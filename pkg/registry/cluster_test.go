@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,8 +44,8 @@ func TestFromClusterGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(back, cfg) {
-				t.Fatalf("LoadDir(want) = %+v\nFromCluster = %+v", back, cfg)
+			if d := cmp.Diff(cfg, back, exportAll); d != "" {
+				t.Fatalf("LoadDir(want) differs from FromCluster (-FromCluster +LoadDir):\n%s", d)
 			}
 		})
 	}
@@ -238,3 +239,7 @@ func TestNeverContactSourceWithoutMirrorsIsIgnored(t *testing.T) {
 		t.Fatalf("entries %+v, want none", cfg.Registries.Registries)
 	}
 }
+
+// exportAll lets cmp see the unexported fields of containers/image's
+// V2RegistriesConf inside a Config, which a read-back must match too.
+var exportAll = cmp.Exporter(func(reflect.Type) bool { return true })
