@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -19,9 +18,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/test/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite docs/cli/, the command reference")
 
 type run struct {
 	code     int
@@ -230,7 +228,7 @@ func TestDigestCheckedBeforeNetwork(t *testing.T) {
 // -update rewrites the folder.
 func TestDocsCLICurrent(t *testing.T) {
 	dir := filepath.Join("..", "..", filepath.FromSlash(DocsDir))
-	if *update {
+	if golden.Update() {
 		if err := WriteDocs(dir); err != nil {
 			t.Fatal(err)
 		}

@@ -2,11 +2,11 @@ package bootimage
 
 import (
 	"context"
-	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,11 +120,14 @@ func TestClusterAPIOnAPIServer(t *testing.T) {
 		patched = append(patched, o.Name)
 		clones[o.Name] = o.Template
 	}
-	if want := []string{"arm64", "partly", "shared-1", "shared-2", "stale"}; !reflect.DeepEqual(patched, want) {
-		t.Errorf("patched %v, want %v", patched, want)
+	if d := cmp.Diff([]string{"arm64", "partly", "shared-1", "shared-2", "stale"}, patched); d != "" {
+		t.Errorf("patched (-want +got):\n%s", d)
 	}
-	if !reflect.DeepEqual(c.UpToDate, []string{"current"}) || len(c.Skipped) != 1 || c.Skipped[0].Name != "owned" || !strings.Contains(c.Skipped[0].Reason, ReasonOwned) {
-		t.Errorf("up to date %v, skipped %+v", c.UpToDate, c.Skipped)
+	if d := cmp.Diff([]string{"current"}, c.UpToDate); d != "" {
+		t.Errorf("up to date (-want +got):\n%s", d)
+	}
+	if len(c.Skipped) != 1 || c.Skipped[0].Name != "owned" || !strings.Contains(c.Skipped[0].Reason, ReasonOwned) {
+		t.Errorf("skipped %+v, want only owned (%s)", c.Skipped, ReasonOwned)
 	}
 	errs := map[string]string{}
 	for _, e := range c.Errors {
@@ -148,8 +151,9 @@ func TestClusterAPIOnAPIServer(t *testing.T) {
 		t.Errorf("unexpected writes: %v", tc.counter.writes)
 	}
 	sort.Strings(c.TemplatesDeleted)
-	if want := []string{"GCPMachineTemplate openshift-cluster-api/t-arm", "GCPMachineTemplate openshift-cluster-api/t-shared", "GCPMachineTemplate openshift-cluster-api/t-stale"}; !reflect.DeepEqual(c.TemplatesDeleted, want) {
-		t.Errorf("deleted %v, want %v", c.TemplatesDeleted, want)
+	want := []string{"GCPMachineTemplate openshift-cluster-api/t-arm", "GCPMachineTemplate openshift-cluster-api/t-shared", "GCPMachineTemplate openshift-cluster-api/t-stale"}
+	if d := cmp.Diff(want, c.TemplatesDeleted); d != "" {
+		t.Errorf("deleted (-want +got):\n%s", d)
 	}
 
 	templates := map[string]*unstructured.Unstructured{}
@@ -176,11 +180,14 @@ func TestClusterAPIOnAPIServer(t *testing.T) {
 			}
 			continue
 		}
-		if got := changedPaths(old.Object["spec"], u.Object["spec"]); !reflect.DeepEqual(got, map[string]any{".template.spec.infrastructureRef.name": clone}) {
-			t.Errorf("MachineSet %s: spec changes %v, want only infrastructureRef.name=%s", u.GetName(), got, clone)
+		if d := cmp.Diff(map[string]any{".template.spec.infrastructureRef.name": clone}, changedPaths(old.Object["spec"], u.Object["spec"])); d != "" {
+			t.Errorf("MachineSet %s: spec changes, want only infrastructureRef.name (-want +got):\n%s", u.GetName(), d)
 		}
-		if !reflect.DeepEqual(old.GetLabels(), u.GetLabels()) || u.GetAnnotations()[HotLoopAnnotation] == "" {
-			t.Errorf("MachineSet %s: labels %v annotations %v", u.GetName(), u.GetLabels(), u.GetAnnotations())
+		if d := cmp.Diff(old.GetLabels(), u.GetLabels()); d != "" {
+			t.Errorf("MachineSet %s: labels changed (-before +after):\n%s", u.GetName(), d)
+		}
+		if u.GetAnnotations()[HotLoopAnnotation] == "" {
+			t.Errorf("MachineSet %s: no %s annotation in %v", u.GetName(), HotLoopAnnotation, u.GetAnnotations())
 		}
 		want := newGCP
 		if u.GetName() == "arm64" {
@@ -191,8 +198,8 @@ func TestClusterAPIOnAPIServer(t *testing.T) {
 			t.Errorf("clone %s of %s missing", clone, u.GetName())
 			continue
 		}
-		if got := changedPaths(oldSpec, ct.Object["spec"]); !reflect.DeepEqual(got, map[string]any{".template.spec.image": want}) {
-			t.Errorf("clone %s: spec changes %v, want only image=%s", clone, got, want)
+		if d := cmp.Diff(map[string]any{".template.spec.image": want}, changedPaths(oldSpec, ct.Object["spec"])); d != "" {
+			t.Errorf("clone %s: spec changes, want only image (-want +got):\n%s", clone, d)
 		}
 		if len(ct.GetOwnerReferences()) != 1 || ct.GetOwnerReferences()[0].Kind != "Cluster" {
 			t.Errorf("clone %s lost its owner: %v", clone, ct.GetOwnerReferences())
@@ -232,8 +239,11 @@ func TestClusterAPIOnAPIServer(t *testing.T) {
 	tc.create(t, tm)
 	tc.counter.reset()
 	rep, _ = r.Run(ctx)
-	if tc.counter.get("DELETE gcpmachinetemplates") != 1 || !reflect.DeepEqual(rep.CAPI.TemplatesDeleted, []string{"GCPMachineTemplate openshift-cluster-api/t-stale"}) {
-		t.Errorf("leftover template: deleted %v (%d requests)", rep.CAPI.TemplatesDeleted, tc.counter.get("DELETE gcpmachinetemplates"))
+	if d := cmp.Diff([]string{"GCPMachineTemplate openshift-cluster-api/t-stale"}, rep.CAPI.TemplatesDeleted); d != "" {
+		t.Errorf("leftover template: deleted (-want +got):\n%s", d)
+	}
+	if n := tc.counter.get("DELETE gcpmachinetemplates"); n != 1 {
+		t.Errorf("leftover template: %d DELETE requests, want 1", n)
 	}
 }
 
@@ -310,8 +320,9 @@ func TestClusterAPIAWSHotLoop(t *testing.T) {
 			if err := tc.kube.Client.Get(ctx, client.ObjectKey{Namespace: CAPINamespace, Name: rep.CAPI.Patched[0].Template}, clone); err != nil {
 				t.Fatal(err)
 			}
-			if ami, _, _ := unstructured.NestedMap(clone.Object, "spec", "template", "spec", "ami"); !reflect.DeepEqual(ami, map[string]any{"id": "ami-0f9e8d7c6b5a40312"}) {
-				t.Errorf("clone ami %v", ami)
+			ami, _, _ := unstructured.NestedMap(clone.Object, "spec", "template", "spec", "ami")
+			if d := cmp.Diff(map[string]any{"id": "ami-0f9e8d7c6b5a40312"}, ami); d != "" {
+				t.Errorf("clone ami (-want +got):\n%s", d)
 			}
 			continue
 		}

@@ -2,10 +2,10 @@ package bootimage
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -143,8 +143,8 @@ func TestTemplateRewrite(t *testing.T) {
 			}
 			before := c.tmpl.DeepCopy()
 			plan, err := up.PlanTemplate(TemplateInput{Template: c.tmpl, Arch: c.arch, Stream: st, Infra: c.infra})
-			if !reflect.DeepEqual(before, c.tmpl) {
-				t.Fatal("PlanTemplate changed its input")
+			if d := cmp.Diff(before, c.tmpl); d != "" {
+				t.Fatalf("PlanTemplate changed its input (-before +after):\n%s", d)
 			}
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
@@ -174,8 +174,8 @@ func TestTemplateRewrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := changedPaths(c.tmpl.Object["spec"], clone.Object["spec"]); !reflect.DeepEqual(got, c.want) {
-				t.Errorf("spec changes %v, want %v", got, c.want)
+			if d := cmp.Diff(c.want, changedPaths(c.tmpl.Object["spec"], clone.Object["spec"])); d != "" {
+				t.Errorf("spec changes (-want +got):\n%s", d)
 			}
 			checkClone(t, c.tmpl, clone)
 			again, err := cloneTemplate(c.tmpl, plan.Edits)
@@ -204,8 +204,8 @@ func checkClone(t *testing.T, old, clone *unstructured.Unstructured) {
 	if !strings.HasPrefix(clone.GetName(), old.GetName()+"-") || len(clone.GetName()) != len(old.GetName())+1+hashLen {
 		t.Errorf("clone name %q is not %s-<%d hex digits>", clone.GetName(), old.GetName(), hashLen)
 	}
-	if !reflect.DeepEqual(clone.GetLabels(), old.GetLabels()) || !reflect.DeepEqual(clone.GetOwnerReferences(), old.GetOwnerReferences()) {
-		t.Errorf("clone labels %v owners %v", clone.GetLabels(), clone.GetOwnerReferences())
+	if d := cmp.Diff(old.GetLabels(), clone.GetLabels()) + cmp.Diff(old.GetOwnerReferences(), clone.GetOwnerReferences()); d != "" {
+		t.Errorf("clone labels or owners differ from the template's (-template +clone):\n%s", d)
 	}
 	ann := clone.GetAnnotations()
 	if ann[TemplateClonedFromAnnotation] != old.GetName() || ann[TemplateBaseNameAnnotation] != old.GetName() {

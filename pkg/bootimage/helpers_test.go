@@ -5,10 +5,10 @@ import (
 	"fmt"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"os"
-	"reflect"
 	"sort"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -111,7 +111,7 @@ func changedPaths(a, b any) map[string]any {
 			}
 			return
 		}
-		if !reflect.DeepEqual(x, y) {
+		if !cmp.Equal(x, y) {
 			out[p] = y
 		}
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -139,8 +139,8 @@ func TestFleetOnAPIServer(t *testing.T) {
 		gotPatched = append(gotPatched, o.Name)
 	}
 	sort.Strings(wantPatched)
-	if !reflect.DeepEqual(gotPatched, wantPatched) {
-		t.Errorf("patched %v, want %v", gotPatched, wantPatched)
+	if d := cmp.Diff(wantPatched, gotPatched); d != "" {
+		t.Errorf("patched (-want +got):\n%s", d)
 	}
 	if got := tc.counter.get("PATCH machinesets"); got != len(wantPatched) {
 		t.Errorf("MachineSet PATCH requests: %d, want exactly one per stale MachineSet (%d)", got, len(wantPatched))
@@ -174,11 +174,14 @@ func TestFleetOnAPIServer(t *testing.T) {
 			var b, a any
 			_ = json.Unmarshal(old.Spec.Template.Spec.ProviderSpec.Value.Raw, &b)
 			_ = json.Unmarshal(ms.Spec.Template.Spec.ProviderSpec.Value.Raw, &a)
-			if got := changedPaths(b, a); !reflect.DeepEqual(got, map[string]any{".disks[0].image": want}) {
-				t.Errorf("%s: providerSpec changes %v, want only disks[0].image=%s", ms.Name, got, want)
+			if d := cmp.Diff(map[string]any{".disks[0].image": want}, changedPaths(b, a)); d != "" {
+				t.Errorf("%s: providerSpec changes, want only disks[0].image (-want +got):\n%s", ms.Name, d)
 			}
-			if !reflect.DeepEqual(old.Spec.Template.ObjectMeta, ms.Spec.Template.ObjectMeta) || !reflect.DeepEqual(old.Spec.Replicas, ms.Spec.Replicas) || !reflect.DeepEqual(old.Spec.Selector, ms.Spec.Selector) {
-				t.Errorf("%s: fields outside providerSpec changed", ms.Name)
+			outside := func(s machinev1beta1.MachineSetSpec) []any {
+				return []any{s.Template.ObjectMeta, s.Replicas, s.Selector}
+			}
+			if d := cmp.Diff(outside(old.Spec), outside(ms.Spec)); d != "" {
+				t.Errorf("%s: fields outside providerSpec changed (-before +after):\n%s", ms.Name, d)
 			}
 			if ms.Annotations[HotLoopAnnotation] == "" {
 				t.Errorf("%s: no hot-loop record", ms.Name)
@@ -220,8 +223,8 @@ func TestFleetOnAPIServer(t *testing.T) {
 
 	// Status: the effective opt-in and the x-of-y conditions.
 	mc := tc.machineConfiguration(t)
-	if got := mc.Status.ManagedBootImagesStatus.MachineManagers; len(got) != 1 || !reflect.DeepEqual(got[0], mapi(operatorv1.Partial, selector)) {
-		t.Errorf("managedBootImagesStatus %+v", got)
+	if d := cmp.Diff([]operatorv1.MachineManager{mapi(operatorv1.Partial, selector)}, mc.Status.ManagedBootImagesStatus.MachineManagers); d != "" {
+		t.Errorf("managedBootImagesStatus (-want +got):\n%s", d)
 	}
 	prog, deg := condition(mc, ConditionProgressing), condition(mc, ConditionDegraded)
 	if prog == nil || prog.Status != metav1.ConditionFalse || !strings.HasPrefix(prog.Message, "Reconciled 17 of 17 MAPI MachineSets (9 patched, 3 up to date, 5 skipped)") {

@@ -1,9 +1,9 @@
 package bootimage
 
 import (
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -50,8 +50,8 @@ func TestEffectiveManagedBootImages(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := EffectiveManagedBootImages(tc.spec, tc.prior, tc.defaultOn)
-			if !reflect.DeepEqual(got.MachineManagers, tc.want) {
-				t.Fatalf("got %+v\nwant %+v", got.MachineManagers, tc.want)
+			if d := cmp.Diff(tc.want, got.MachineManagers); d != "" {
+				t.Fatalf("machine managers (-want +got):\n%s", d)
 			}
 		})
 	}

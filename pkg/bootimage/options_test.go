@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -171,8 +173,8 @@ func TestStepOnAPIServer(t *testing.T) {
 		got = append(got, p.Name)
 	}
 	sort.Strings(want)
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("patched %v, want %v", got, want)
+	if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("patched (-want +got):\n%s", d)
 	}
 	if r := readResult(t, filepath.Join(work, "results"), ResultPatched); r != "9" {
 		t.Errorf("%s = %q, want 9", ResultPatched, r)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -331,8 +333,8 @@ func TestFailureIsolationAsMCO(t *testing.T) {
 				return n
 			}
 			check := func(what string, got, want []string) {
-				if strings.Join(got, ",") != strings.Join(want, ",") {
-					t.Errorf("%s %v, want %v", what, got, want)
+				if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
+					t.Errorf("%s (-want +got):\n%s", what, d)
 				}
 			}
 			check("MAPI failed", names(rep.Errors), c.failed)

@@ -2,10 +2,10 @@ package bootimage
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
@@ -185,8 +185,8 @@ func TestUpdaters(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := changedPaths(before, after)
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("changed fields %v, want exactly %v", got, tc.want)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Fatalf("changed fields, want exactly tc.want (-want +got):\n%s", d)
 			}
 			if plan.UserDataSecret.Name != "worker-user-data" || plan.UserDataSecret.Namespace != MachineAPINamespace {
 				t.Errorf("user-data secret %+v", plan.UserDataSecret)

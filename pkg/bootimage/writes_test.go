@@ -2,9 +2,9 @@ package bootimage
 
 import (
 	"context"
-	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 )
@@ -50,8 +50,8 @@ func TestPassWritesOnlyWhatChanged(t *testing.T) {
 		if len(rep.Patched) != wantPatched || len(rep.UpToDate) != 20-wantPatched {
 			t.Errorf("%s: patched %d, up to date %d; want %d, %d", p.name, len(rep.Patched), len(rep.UpToDate), wantPatched, 20-wantPatched)
 		}
-		if got := tc.counter.snapshot(); !reflect.DeepEqual(got, p.want) {
-			t.Errorf("%s: writes %s, want %s", p.name, writesString(got), writesString(p.want))
+		if d := cmp.Diff(p.want, tc.counter.snapshot()); d != "" {
+			t.Errorf("%s: writes (-want +got):\n%s", p.name, d)
 		}
 		if got := tc.counter.gets["secrets"]; got > 1 {
 			t.Errorf("%s: read the user-data Secret %d times, want at most once", p.name, got)

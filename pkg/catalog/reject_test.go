@@ -2,10 +2,10 @@ package catalog
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kiln-dev/kiln/test/golden"
 )
 
 const fixtureTask = `apiVersion: tekton.dev/v1
@@ -173,8 +173,8 @@ func TestFixtureGenerates(t *testing.T) {
 	if string(files["task/kiln-demo/0.1/kiln-demo.yaml"]) != fixtureTask {
 		t.Errorf("the published Task is not the source byte for byte")
 	}
-	golden(t, "testdata/demo-task-README.md", files["task/kiln-demo/0.1/README.md"])
-	golden(t, "testdata/demo-pipelinerun.yaml", files["pipeline/kiln-demo-pipeline/0.2/samples/pipelinerun.yaml"])
+	golden.Check(t, "testdata/demo-task-README.md", files["task/kiln-demo/0.1/README.md"])
+	golden.Check(t, "testdata/demo-pipelinerun.yaml", files["pipeline/kiln-demo-pipeline/0.2/samples/pipelinerun.yaml"])
 }
 
 // TestSampleRejects: a required param or workspace the generator has no
@@ -283,25 +283,4 @@ func FuzzParseMetadata(f *testing.F) {
 			}
 		}
 	})
-}
-
-// golden compares got with a file under testdata/; KILN_UPDATE_GOLDEN=1
-// rewrites it.
-func golden(t *testing.T, file string, got []byte) {
-	t.Helper()
-	if os.Getenv("KILN_UPDATE_GOLDEN") == "1" {
-		if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (KILN_UPDATE_GOLDEN=1 writes it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs%s (KILN_UPDATE_GOLDEN=1 rewrites it)", file, firstDiff(got, want))
-	}
 }

@@ -1,10 +1,11 @@
 package kmod
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestExpandFilesToSign(t *testing.T) {
@@ -51,8 +52,8 @@ func TestExpandFilesToSign(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %v\nwant %v", got, tc.want)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
 	}

@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestLoadConfigMaps(t *testing.T) {
@@ -40,8 +43,8 @@ func TestLoadConfigMaps(t *testing.T) {
 			for _, cm := range cms {
 				got = append(got, cm.Namespace+"/"+cm.Name)
 			}
-			if strings.Join(got, ",") != strings.Join(c.want, ",") {
-				t.Errorf("got %v, want %v", got, c.want)
+			if d := cmp.Diff(c.want, got, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
 	}

@@ -1,10 +1,10 @@
 package kmod
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -63,8 +63,8 @@ func TestDecide(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
 	}
@@ -121,16 +121,16 @@ RUN depmod -b /opt $KERNEL_VERSION
 func TestBuildArgs(t *testing.T) {
 	p := Payload{OSImage: "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:aa", DTKImage: "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:dd"}
 	const kver = "5.14.0-427.13.1.el9_4.x86_64"
-	if got := DockerfileArgs(seedDockerfile); !reflect.DeepEqual(got, []string{"DTK_AUTO", "KERNEL_VERSION", "OS_AUTO"}) {
-		t.Errorf("DockerfileArgs: %v", got)
+	if d := cmp.Diff([]string{"DTK_AUTO", "KERNEL_VERSION", "OS_AUTO"}, DockerfileArgs(seedDockerfile)); d != "" {
+		t.Errorf("DockerfileArgs (-want +got):\n%s", d)
 	}
 	args, err := BuildArgs(md(true, false, ""), seedDockerfile, p, kver)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{ArgOSAuto: p.OSImage, ArgDTKAuto: p.DTKImage, ArgKernelVersion: kver, ArgKernelFullVersion: kver, ArgModName: "kmm-ci"}
-	if !reflect.DeepEqual(args, want) {
-		t.Errorf("args %v\nwant %v", args, want)
+	if d := cmp.Diff(want, args); d != "" {
+		t.Errorf("args (-want +got):\n%s", d)
 	}
 	bad := []struct{ name, dockerfile, kver, wantErr string }{
 		{"DTK without OS", "FROM ${DTK_AUTO}\nRUN make\nFROM quay.io/custom/os:1\n", kver, "uses DTK_AUTO without OS_AUTO"},

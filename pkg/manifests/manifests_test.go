@@ -3,10 +3,10 @@ package manifests
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,8 +80,8 @@ func TestWalk(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, c.want) {
-				t.Errorf("got %v, want %v", got, c.want)
+			if d := cmp.Diff(c.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
 	}
@@ -117,8 +117,8 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("second read failed: %v", err)
 		}
-		if !reflect.DeepEqual(first, again) {
-			t.Fatal("reading the same manifests twice gave different objects")
+		if d := cmp.Diff(first, again); d != "" {
+			t.Fatalf("reading the same manifests twice gave different objects (-first +again):\n%s", d)
 		}
 	})
 }

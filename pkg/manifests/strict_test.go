@@ -4,10 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -184,8 +184,11 @@ func TestSecretStringDataMerged(t *testing.T) {
 	}
 	s := objs[0].(*corev1.Secret)
 	want := map[string][]byte{"userData": []byte(`{"ignition":{"version":"3.5.0"}}`), "disableTemplating": []byte("true"), "extra": []byte("plain")}
-	if !reflect.DeepEqual(s.Data, want) || s.StringData != nil {
-		t.Fatalf("data %q stringData %q, want data %q and no stringData", s.Data, s.StringData, want)
+	if d := cmp.Diff(want, s.Data); d != "" {
+		t.Errorf("data (-want +got):\n%s", d)
+	}
+	if s.StringData != nil {
+		t.Errorf("stringData %q, want none", s.StringData)
 	}
 }
 
@@ -236,8 +239,8 @@ func TestDirectoryAndAPIServerAgree(t *testing.T) {
 			t.Fatal(err)
 		}
 		local := objs[0].(*corev1.Secret)
-		if !reflect.DeepEqual(local.Data, stored.Data) || len(local.StringData) != len(stored.StringData) {
-			t.Fatalf("directory data %q stringData %q, apiserver data %q stringData %q", local.Data, local.StringData, stored.Data, stored.StringData)
+		if d := cmp.Diff(stored.Data, local.Data); d != "" || len(local.StringData) != len(stored.StringData) {
+			t.Fatalf("directory data differs from the apiserver's (-apiserver +directory):\n%s\nstringData %q, apiserver %q", d, local.StringData, stored.StringData)
 		}
 	})
 }

@@ -1,11 +1,12 @@
 package osimage
 
 import (
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/kiln-dev/kiln/test/golden"
 )
 
 func TestGenerateContainerfileGolden(t *testing.T) {
@@ -36,17 +37,7 @@ func TestGenerateContainerfileGolden(t *testing.T) {
 			for _, n := range names {
 				got.WriteString("==> " + n + "\n" + bc.Files[n])
 			}
-			golden := filepath.Join("testdata", "containerfile-"+tc.name+".golden")
-			if *update {
-				os.WriteFile(golden, []byte(got.String()), 0o644)
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.String() != string(want) {
-				t.Errorf("differs from %s (-update to accept):\n%s", golden, got.String())
-			}
+			golden.Check(t, filepath.Join("testdata", "containerfile-"+tc.name+".golden"), []byte(got.String()))
 		})
 	}
 }

@@ -3,18 +3,16 @@ package osimage
 import (
 	"archive/tar"
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/kiln-dev/kiln/test/golden"
+)
 
 // listTar renders a tar stream as one line per entry: type, mode, owner,
 // mtime, name, and the content or link target.
@@ -55,19 +53,7 @@ func TestPlanLayerGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := listTar(t, b)
-	golden := filepath.Join("testdata", "sample.layer.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("layer differs from %s (run with -update to accept):\n--- got\n%s--- want\n%s", golden, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "sample.layer.golden"), []byte(got))
 	// Same inputs, same bytes.
 	again, _ := PlanLayer(renderedMC(t, "rendered-worker-0123", sampleConfig(t, "hello\n")))
 	b2, _ := again.Tar()

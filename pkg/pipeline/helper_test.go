@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kiln-dev/kiln/pkg/safepath"
 )
 
 // TestMain turns the test binary into the steps' helper when the executor
@@ -176,9 +178,5 @@ func spawnGrandchild(path string) error {
 }
 
 func reportPids(path string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(fmt.Sprintf("%d %d", os.Getppid(), os.Getpid())), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return safepath.WriteFileAtomic(path, []byte(fmt.Sprintf("%d %d", os.Getppid(), os.Getpid())), 0o644)
 }

@@ -2,13 +2,11 @@ package pipeline
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/kiln-dev/kiln/test/golden"
+)
 
 func TestWriteTable(t *testing.T) {
 	res := &RunResult{RunName: "kiln-node-image-local", Status: "Failed", FailedTask: "verify", Message: "step verify (1 of 1): exit status 1", Duration: 3 * time.Second,
@@ -23,17 +21,5 @@ func TestWriteTable(t *testing.T) {
 	if err := res.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	const golden = "testdata/table.golden"
-	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("table:\n%s\nwant:\n%s", b.String(), want)
-	}
+	golden.Check(t, "testdata/table.golden", b.Bytes())
 }

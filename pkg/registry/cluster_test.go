@@ -8,17 +8,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-dev/kiln/test/golden"
 )
 
 // TestFromClusterGolden turns each testdata/fromcluster/<case>/cluster.yaml
 // (read as directory mode reads a manifests folder) into a registries
 // folder and compares it with <case>/want/: registries.conf as the nodes'
 // CRI-O would have it, certs.d as MCO writes /etc/docker/certs.d.
-// KILN_UPDATE_GOLDEN=1 rewrites want/.
+// go test -update rewrites want/.
 func TestFromClusterGolden(t *testing.T) {
 	cases, err := os.ReadDir(filepath.Join("testdata", "fromcluster"))
 	if err != nil {
@@ -35,14 +38,14 @@ func TestFromClusterGolden(t *testing.T) {
 			if err := cfg.WriteDir(got); err != nil {
 				t.Fatal(err)
 			}
-			goldenTree(t, got, filepath.Join(dir, "want"))
+			golden.CheckTree(t, got, filepath.Join(dir, "want"))
 			// The folder reads back as the Config it was written from.
 			back, err := LoadDir(filepath.Join(dir, "want"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(back, cfg) {
-				t.Fatalf("LoadDir(want) = %+v\nFromCluster = %+v", back, cfg)
+			if d := cmp.Diff(cfg, back, exportAll); d != "" {
+				t.Fatalf("LoadDir(want) differs from FromCluster (-FromCluster +LoadDir):\n%s", d)
 			}
 		})
 	}
@@ -68,31 +71,6 @@ func fromManifests(t *testing.T, file string) *Config {
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-// goldenTree compares the files under got with those under want.
-func goldenTree(t *testing.T, got, want string) {
-	t.Helper()
-	if os.Getenv("KILN_UPDATE_GOLDEN") == "1" {
-		if err := os.RemoveAll(want); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.CopyFS(want, os.DirFS(got)); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	g, w := readTree(t, got), readTree(t, want)
-	for name, data := range w {
-		if string(g[name]) != string(data) {
-			t.Errorf("%s:\n%s\nwant:\n%s\n(KILN_UPDATE_GOLDEN=1 rewrites it)", name, g[name], data)
-		}
-	}
-	for name := range g {
-		if _, ok := w[name]; !ok {
-			t.Errorf("unexpected file %s (KILN_UPDATE_GOLDEN=1 rewrites want/)", name)
-		}
-	}
 }
 
 func readTree(t *testing.T, root string) map[string][]byte {
@@ -261,3 +239,7 @@ func TestNeverContactSourceWithoutMirrorsIsIgnored(t *testing.T) {
 		t.Fatalf("entries %+v, want none", cfg.Registries.Registries)
 	}
 }
+
+// exportAll lets cmp see the unexported fields of containers/image's
+// V2RegistriesConf inside a Config, which a read-back must match too.
+var exportAll = cmp.Exporter(func(reflect.Type) bool { return true })

@@ -3,10 +3,10 @@ package registry
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
 )
 
@@ -48,8 +48,8 @@ func FuzzLoadDir(f *testing.F) {
 		if err != nil {
 			t.Fatalf("LoadDir of a written Config: %v", err)
 		}
-		if !reflect.DeepEqual(back, cfg) {
-			t.Fatalf("read back %+v\nwrote %+v", back, cfg)
+		if d := cmp.Diff(cfg, back, exportAll); d != "" {
+			t.Fatalf("read back differs from written (-wrote +read):\n%s", d)
 		}
 		for _, r := range fuzzRefs {
 			_, _ = cfg.PullSources(parseRef(t, r))

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	configv1 "github.com/openshift/api/config/v1"
 	"go.podman.io/image/v5/docker/reference"
@@ -106,8 +106,8 @@ func TestPullSourcesOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := mapHub(c.want); !reflect.DeepEqual(sourceStrings(got), want) {
-				t.Fatalf("sources\n%s\nwant\n%s", strings.Join(sourceStrings(got), "\n"), strings.Join(want, "\n"))
+			if d := cmp.Diff(mapHub(c.want), sourceStrings(got)); d != "" {
+				t.Fatalf("sources (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -164,8 +164,8 @@ func TestPullSourcesMatchContainersImage(t *testing.T) {
 				for _, s := range got {
 					gotSources = append(gotSources, fmt.Sprintf("%s insecure=%v", imageString(s.Ref), s.Ref.Context().Scheme() == "http"))
 				}
-				if !reflect.DeepEqual(gotSources, wantSources) {
-					t.Fatalf("sources\n%s\ncontainers/image\n%s", strings.Join(gotSources, "\n"), strings.Join(wantSources, "\n"))
+				if d := cmp.Diff(wantSources, gotSources); d != "" {
+					t.Fatalf("sources (-containers/image +kiln):\n%s", d)
 				}
 			})
 		}

@@ -3,16 +3,14 @@ package render
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+	"github.com/kiln-dev/kiln/test/golden"
+)
 
 // materialize copies a case folder into a temporary one with the test
 // server's address filled in, and returns it with the pool to render.
@@ -86,9 +84,9 @@ func TestGolden(t *testing.T) {
 				}
 			}
 			inputs, _ := json.MarshalIndent(out.Inputs, "", "  ")
-			checkGolden(t, filepath.Join(src, "rendered.golden"), append(rendered, '\n'))
-			checkGolden(t, filepath.Join(src, "inputs.golden"), append(inputs, '\n'))
-			checkGolden(t, filepath.Join(src, "results.golden"), []byte(formatResults(out.Results)))
+			golden.Check(t, filepath.Join(src, "rendered.golden"), append(rendered, '\n'))
+			golden.Check(t, filepath.Join(src, "inputs.golden"), append(inputs, '\n'))
+			golden.Check(t, filepath.Join(src, "results.golden"), []byte(formatResults(out.Results)))
 		})
 	}
 }
@@ -118,41 +116,6 @@ func formatResults(r map[string]string) string {
 	return b.String()
 }
 
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestGolden -update)", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the output:\n%s", path, diffLines(string(want), string(got)))
-	}
-}
-
-// diffLines shows the first differing line, enough to see what changed.
-func diffLines(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			return fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, wl, gl)
-		}
-	}
-	return "(same lines)"
-}
-
 // TestBadInputs renders every case under testdata/bad and requires the
 // exact error text in its error.txt ({{URL}} is the test server).
 func TestBadInputs(t *testing.T) {
@@ -161,10 +124,6 @@ func TestBadInputs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := filepath.Join("testdata", "bad", name)
 			dir, pool := materialize(t, src, srv)
-			want, err := os.ReadFile(filepath.Join(src, "error.txt"))
-			if err != nil && !*update {
-				t.Fatal(err)
-			}
 			var got string
 			objs, err := LoadDir(dir)
 			if err == nil {
@@ -176,13 +135,7 @@ func TestBadInputs(t *testing.T) {
 			got = strings.ReplaceAll(err.Error(), srv.URL, "{{URL}}") + "\n"
 			got = strings.ReplaceAll(got, strings.TrimPrefix(srv.URL, "http://"), "{{HOSTPORT}}")
 			got = strings.ReplaceAll(got, dir, "{{DIR}}")
-			if *update {
-				os.WriteFile(filepath.Join(src, "error.txt"), []byte(got), 0o644)
-				return
-			}
-			if got != string(want) {
-				t.Errorf("error text:\n got: %s\nwant: %s", got, want)
-			}
+			golden.Check(t, filepath.Join(src, "error.txt"), []byte(got))
 		})
 	}
 }

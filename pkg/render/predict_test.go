@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -64,8 +64,8 @@ func TestPredictionIsRenderWithTheImage(t *testing.T) {
 	}
 	want := res.Config.Spec
 	want.OSImageURL = kilnImage
-	if !reflect.DeepEqual(p.Config.Spec, want) {
-		t.Errorf("predicted spec differs from the rendered one with the image:\n got %+v\nwant %+v", p.Config.Spec, want)
+	if d := cmp.Diff(want, p.Config.Spec); d != "" {
+		t.Errorf("predicted spec differs from the rendered one with the image (-want +got):\n%s", d)
 	}
 	name, _ := RenderedName("worker", want)
 	if p.Config.Name != name || p.Config.Name == res.Config.Name {
@@ -268,8 +268,11 @@ func TestCompareRendered(t *testing.T) {
 				}
 				return
 			}
-			if len(d.Differences) == 0 || !reflect.DeepEqual(d.Differences[0], tc.want) {
-				t.Errorf("first difference\n got %+v\nwant %+v\n%s", d.Differences, tc.want, d.Text())
+			if len(d.Differences) == 0 {
+				t.Fatalf("no differences, want first %+v\n%s", tc.want, d.Text())
+			}
+			if diff := cmp.Diff(tc.want, d.Differences[0]); diff != "" {
+				t.Errorf("first difference (-want +got):\n%s\n%s", diff, d.Text())
 			}
 		})
 	}

@@ -6,14 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -235,20 +234,9 @@ func (out *Output) Write(ws step.Workspace, r *step.Results) error {
 		}
 	}
 	for path, data := range files {
-		if err := writeFile(path, append(data, '\n')); err != nil {
-			return err
+		if err := safepath.WriteFileAtomic(path, append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing the render outputs: %w", err)
 		}
 	}
 	return r.Write()
-}
-
-func writeFile(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
-	}
-	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	"github.com/kiln-dev/kiln/test/golden"
 )
 
 func writeJSON(t *testing.T, path string, v any) {
@@ -65,7 +65,7 @@ func TestReportStep(t *testing.T) {
 	if err := o.Run(t.Context(), step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
-	golden(t, "summary.txt", out.Bytes())
+	golden.Check(t, filepath.Join("testdata", "summary.txt"), out.Bytes())
 	for name, want := range map[string]string{"FAILED_STAGE": "rollout", "FAILURE": ws.ReadCause(step.StageRollout)} {
 		if got, err := os.ReadFile(filepath.Join(o.ResultsDir, name)); err != nil || string(got) != want || want == "" {
 			t.Errorf("result %s = %q (%v), want %q", name, got, err, want)
@@ -93,29 +93,6 @@ func TestReportStep(t *testing.T) {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary.md lacks %q:\n%s", want, md)
 		}
-	}
-}
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", name, got, want)
 	}
 }
 

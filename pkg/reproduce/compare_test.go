@@ -3,10 +3,8 @@ package reproduce
 import (
 	"archive/tar"
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,9 +14,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/kiln-dev/kiln/test/golden"
+)
 
 var epoch = time.Unix(0, 0).UTC()
 
@@ -242,28 +240,8 @@ func TestReportGolden(t *testing.T) {
 	var out bytes.Buffer
 	rep.WriteText(&out)
 	fmt.Fprintf(&out, "summary: %s\n", rep.Summary(1024))
-	golden(t, "report.txt", out.Bytes())
+	golden.Check(t, filepath.Join("testdata", "report.txt"), out.Bytes())
 	if rep.Reproduced {
 		t.Error("a report with a different image says reproduced")
-	}
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to write it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to rewrite it):\n%s", path, got)
 	}
 }

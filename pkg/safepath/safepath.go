@@ -2,6 +2,7 @@ package safepath
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,7 +21,8 @@ func Element(name string) error {
 
 // WriteFile writes data to rel inside dir, creating dir and rel's parent
 // folders inside it. rel must be local (filepath.IsLocal) and must not
-// resolve outside dir through a symlink.
+// resolve outside dir through a symlink. The write is atomic, as
+// WriteFileAtomic's, and rel gets mode perm exactly.
 func WriteFile(dir, rel string, data []byte, perm fs.FileMode) error {
 	if !filepath.IsLocal(rel) {
 		return fmt.Errorf("writing %q in %s: the path leaves the folder", rel, dir)
@@ -38,7 +40,11 @@ func WriteFile(dir, rel string, data []byte, perm fs.FileMode) error {
 			return fmt.Errorf("writing %q in %s: %w", rel, dir, err)
 		}
 	}
-	if err := root.WriteFile(rel, data, perm); err != nil {
+	write := func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
+	if err := writeAtomicIn(root, rel, perm, write); err != nil {
 		return fmt.Errorf("writing %q in %s: %w", rel, dir, err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tektoncd/pipeline/pkg/result"
 
+	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
@@ -112,7 +113,7 @@ func (r *Results) Write() error {
 		return fmt.Errorf("writing results: %w", err)
 	}
 	for _, n := range r.Names() {
-		if err := writeFileAtomic(filepath.Join(r.dir, n), []byte(r.values[n])); err != nil {
+		if err := safepath.WriteFileAtomic(filepath.Join(r.dir, n), []byte(r.values[n]), 0o644); err != nil {
 			return fmt.Errorf("writing result %s: %w", n, err)
 		}
 	}
@@ -127,25 +128,4 @@ func (r *Results) largest() string {
 		}
 	}
 	return fmt.Sprintf("%s, %d bytes", best, size)
-}
-
-// writeFileAtomic writes through a temporary file in the same folder so that a
-// reader never sees a partial file.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }

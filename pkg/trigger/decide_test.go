@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,14 +104,8 @@ func TestDecide(t *testing.T) {
 				got.cancel = append(got.cancel, r.Name+":"+string(st))
 			}
 			sort.Strings(got.cancel)
-			if got.create != tc.want.create || got.pending != tc.want.pending || got.start != tc.want.start ||
-				got.recreate != tc.want.recreate || len(got.cancel) != len(tc.want.cancel) {
-				t.Fatalf("decide = %+v, want %+v", got, tc.want)
-			}
-			for i := range got.cancel {
-				if got.cancel[i] != tc.want.cancel[i] {
-					t.Fatalf("cancel = %v, want %v", got.cancel, tc.want.cancel)
-				}
+			if d := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); d != "" {
+				t.Fatalf("decide (-want +got):\n%s", d)
 			}
 		})
 	}

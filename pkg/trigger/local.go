@@ -12,6 +12,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/safepath"
 )
 
 // State is local mode's memory between runs, kept in the output folder:
@@ -57,7 +58,7 @@ func (st State) Write(dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, stateFile), append(b, '\n'), 0o644)
+	return safepath.WriteFileAtomic(filepath.Join(dir, stateFile), append(b, '\n'), 0o644)
 }
 
 // PoolPlan is local mode's decision for one enabled pool.

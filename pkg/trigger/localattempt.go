@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/pkg/pipeline"
+	"github.com/kiln-dev/kiln/pkg/safepath"
 )
 
 // attemptFile in a run folder records where the run's latest attempt
@@ -188,44 +189,5 @@ func (a *attempt) save() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(a.path, append(b, '\n'), 0o644)
-}
-
-// writeFileAtomic replaces path with b so that a crash at any point
-// leaves either the old file or the new one: a temporary file in the same
-// folder, synced, renamed over path, and the folder synced.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-			err = fmt.Errorf("writing %s: %w", path, err)
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return err
-	}
-	if err = f.Chmod(mode); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return safepath.WriteFileAtomic(a.path, append(b, '\n'), 0o644)
 }

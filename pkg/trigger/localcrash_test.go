@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -129,10 +130,7 @@ func stepsMain(args []string) int {
 func sleeperMain() int {
 	signal.Ignore(syscall.SIGTERM)
 	path := os.Getenv("KILN_TEST_PIDS")
-	if err := os.WriteFile(path+".tmp", []byte(fmt.Sprintf("%d %d", os.Getppid(), os.Getpid())), 0o644); err != nil {
-		return 1
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
+	if err := safepath.WriteFileAtomic(path, []byte(fmt.Sprintf("%d %d", os.Getppid(), os.Getpid())), 0o644); err != nil {
 		return 1
 	}
 	time.Sleep(time.Hour)

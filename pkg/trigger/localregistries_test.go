@@ -9,10 +9,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -168,8 +168,8 @@ func TestLocalProxyEnv(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := localProxyEnv(c.proxy); !reflect.DeepEqual(got, c.want) {
-				t.Errorf("localProxyEnv = %q, want %q", got, c.want)
+			if d := cmp.Diff(c.want, localProxyEnv(c.proxy)); d != "" {
+				t.Errorf("localProxyEnv (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -210,8 +210,11 @@ func TestRegistryObjectsAreNotInputs(t *testing.T) {
 	if r, err := readLocalRegistries(dir); err != nil || r.Inputs.Image == nil || len(r.Inputs.IDMS) != 1 {
 		t.Fatalf("the folder's registry objects: %s, %v", describeRegistries(r), err)
 	}
-	if after := plan(); len(before) != 2 || !reflect.DeepEqual(before, after) {
-		t.Errorf("fingerprints without registry objects %v, with them %v", before, after)
+	if len(before) != 2 {
+		t.Errorf("fingerprints without registry objects %v, want two", before)
+	}
+	if d := cmp.Diff(before, plan()); d != "" {
+		t.Errorf("fingerprints changed with registry objects (-without +with):\n%s", d)
 	}
 }
 
@@ -261,8 +264,8 @@ spec:
 		t.Fatalf("Resolve = %q, %v; want %q", got, err, want)
 	}
 	folder := filepath.Join(out, registriesDir)
-	if !reflect.DeepEqual(stepEnv, []string{"KILN_REGISTRIES_CONFIG=" + folder}) {
-		t.Errorf("steps' environment %q", stepEnv)
+	if d := cmp.Diff([]string{"KILN_REGISTRIES_CONFIG=" + folder}, stepEnv); d != "" {
+		t.Errorf("steps' environment (-want +got):\n%s", d)
 	}
 	loaded, err := registry.LoadDir(folder)
 	if err != nil {

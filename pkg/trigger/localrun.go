@@ -284,7 +284,7 @@ func collectGitOps(work, out, pool string) error {
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(to, b, 0o644); err != nil {
+		if err := safepath.WriteFileAtomic(to, b, 0o644); err != nil {
 			return err
 		}
 	}

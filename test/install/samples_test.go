@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -73,8 +72,8 @@ func TestGitOpsPipelineSample(t *testing.T) {
 		}
 		return out
 	}
-	if !reflect.DeepEqual(norm(kiln.Spec.Tasks), norm(ref.Spec.Tasks)) || !reflect.DeepEqual(kiln.Spec.Finally, ref.Spec.Finally) {
-		t.Error("config/samples/gitops/pipeline.yaml's kiln stages differ from pipelines/node-image.yaml: regenerate the sample")
+	if d := cmp.Diff(norm(ref.Spec.Tasks), norm(kiln.Spec.Tasks)) + cmp.Diff(ref.Spec.Finally, kiln.Spec.Finally); d != "" {
+		t.Errorf("config/samples/gitops/pipeline.yaml's kiln stages differ from pipelines/node-image.yaml: regenerate the sample (-want +got):\n%s", d)
 	}
 	for _, pt := range kiln.Spec.Tasks {
 		for _, p := range pt.Params {
