@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,22 +16,24 @@ import (
 // written into a MachineSet (or an infrastructure template) it must have
 // the shape the provider gives its image ids. A value of another shape is
 // refused with the MachineSet, the stream field and the value named, and
-// that MachineSet is not patched.
+// that MachineSet is not patched. Each pattern is compiled the first time
+// it is matched: the bounded repetitions expand into large programs, and
+// every kiln-steps subcommand would otherwise compile them at start.
 var (
 	// awsAMI: "ami-" and 8 (older) or 17 lowercase hex digits, as EC2
 	// issues them.
-	awsAMI = regexp.MustCompile(`^ami-([0-9a-f]{8}|[0-9a-f]{17})$`)
+	awsAMI = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ami-([0-9a-f]{8}|[0-9a-f]{17})$`) })
 	// gcpProject: a GCP project id, 6 to 30 lowercase letters, digits and
 	// hyphens, starting with a letter and not ending with a hyphen.
-	gcpProject = regexp.MustCompile(`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`)
+	gcpProject = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][-a-z0-9]{4,28}[a-z0-9]$`) })
 	// gcpName: an image name is an RFC 1035 label (1 to 63 characters).
-	gcpName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	gcpName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`) })
 	// azureID: marketplace publisher, offer and SKU ids are letters,
 	// digits, '.', '_' and '-' (no ':', the URN separator, no '/' or space).
-	azureID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	azureID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 	// azureVersion: a pinned marketplace version is Major.Minor.Build,
 	// decimal numbers; "latest" is not a boot image anyone can pin.
-	azureVersion = regexp.MustCompile(`^[0-9]{1,10}\.[0-9]{1,10}\.[0-9]{1,10}$`)
+	azureVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]{1,10}\.[0-9]{1,10}\.[0-9]{1,10}$`) })
 )
 
 // vsphereNameMax is vCenter's limit on an inventory object's name.
@@ -43,21 +46,21 @@ func imageIDError(who, field, value string, err error) error {
 }
 
 func checkAWSAMI(id string) error {
-	if !awsAMI.MatchString(id) {
+	if !awsAMI().MatchString(id) {
 		return errors.New(`not an AMI id ("ami-" and 8 or 17 lowercase hex digits)`)
 	}
 	return nil
 }
 
 func checkGCPProject(p string) error {
-	if !gcpProject.MatchString(p) {
+	if !gcpProject().MatchString(p) {
 		return errors.New("not a GCP project id (6-30 lowercase letters, digits, hyphens; starts with a letter)")
 	}
 	return nil
 }
 
 func checkGCPName(n string) error {
-	if !gcpName.MatchString(n) {
+	if !gcpName().MatchString(n) {
 		return errors.New("not a GCP image name (RFC 1035: 1-63 lowercase letters, digits, hyphens; starts with a letter)")
 	}
 	return nil
@@ -66,11 +69,11 @@ func checkGCPName(n string) error {
 // checkAzureImage checks each marketplace field; the error names the field.
 func checkAzureImage(img *AzureImage) (field, value string, err error) {
 	for _, f := range []struct{ name, v string }{{"publisher", img.Publisher}, {"offer", img.Offer}, {"sku", img.SKU}} {
-		if !azureID.MatchString(f.v) {
+		if !azureID().MatchString(f.v) {
 			return f.name, f.v, errors.New("not an Azure marketplace id (letters, digits, '.', '_', '-'; at most 64)")
 		}
 	}
-	if !azureVersion.MatchString(img.Version) {
+	if !azureVersion().MatchString(img.Version) {
 		return "version", img.Version, errors.New("not a pinned Azure image version (Major.Minor.Build)")
 	}
 	return "", "", nil

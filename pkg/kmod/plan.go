@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -132,7 +133,8 @@ type Payload struct {
 	DTKImage string // driver-toolkit
 }
 
-var argRef = regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?`)
+// argRef is compiled on first use, not at every kiln-steps start.
+var argRef = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?`) })
 
 // DockerfileArgs lists the variables a Dockerfile references ($X or ${X}),
 // in order of first use. Comment lines are ignored.
@@ -143,7 +145,7 @@ func DockerfileArgs(dockerfile string) []string {
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
 			continue
 		}
-		for _, m := range argRef.FindAllStringSubmatch(line, -1) {
+		for _, m := range argRef().FindAllStringSubmatch(line, -1) {
 			if !seen[m[1]] {
 				seen[m[1]] = true
 				out = append(out, m[1])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 )
@@ -19,12 +20,14 @@ type UpgradeFacts struct {
 	NodeOSImages []string
 }
 
+// The patterns are compiled on first use, not at the start of every
+// kiln-steps subcommand.
 var (
 	// RHCOS before 4.19 names its OpenShift y-stream: "414.92.…" is 4.14.
-	legacyRHCOS = regexp.MustCompile(`\b4(\d{2})\.\d+\.\d{8,}`)
+	legacyRHCOS = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b4(\d{2})\.\d+\.\d{8,}`) })
 	// RHCOS 4.19 and later name their RHEL release instead: "9.6.2025…".
-	rhelRHCOS = regexp.MustCompile(`\b(\d+)\.(\d+)\.\d{8,}`)
-	ocpY      = regexp.MustCompile(`^4\.(\d+)\.`)
+	rhelRHCOS = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\b(\d+)\.(\d+)\.\d{8,}`) })
+	ocpY      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^4\.(\d+)\.`) })
 )
 
 // NeedsUpgradeRebuild implements the day-0 proposal's "Cluster upgrade": with
@@ -37,20 +40,20 @@ func NeedsUpgradeRebuild(md *kmmv1beta1.ModuleDay0, f UpgradeFacts) (bool, strin
 	if !md.Spec.OSMapping.ClusterUpgradeTriggerNodeUpgrade {
 		return false, "clusterUpgradeTriggerNodeUpgrade is false", nil
 	}
-	cy := ocpY.FindStringSubmatch(f.ClusterVersion + ".")
+	cy := ocpY().FindStringSubmatch(f.ClusterVersion + ".")
 	if cy == nil {
 		return false, "", fmt.Errorf("ClusterVersion status.desired.version %q is not an OpenShift 4.y version", f.ClusterVersion)
 	}
 	for _, os := range f.NodeOSImages {
-		if m := legacyRHCOS.FindStringSubmatch(os); m != nil {
+		if m := legacyRHCOS().FindStringSubmatch(os); m != nil {
 			if strings.TrimLeft(m[1], "0") != strings.TrimLeft(cy[1], "0") {
 				return true, fmt.Sprintf("nodes run %q (OpenShift 4.%s), the cluster is moving to %s", os, strings.TrimLeft(m[1], "0"), f.ClusterVersion), nil
 			}
 			continue
 		}
-		m := rhelRHCOS.FindStringSubmatch(os)
-		p := rhelRHCOS.FindStringSubmatch(f.PayloadOSVersion)
-		if legacy := legacyRHCOS.FindStringSubmatch(f.PayloadOSVersion); legacy != nil {
+		m := rhelRHCOS().FindStringSubmatch(os)
+		p := rhelRHCOS().FindStringSubmatch(f.PayloadOSVersion)
+		if legacy := legacyRHCOS().FindStringSubmatch(f.PayloadOSVersion); legacy != nil {
 			p = nil // a legacy payload against a RHEL-versioned node is a y-stream change backwards; rebuild
 		}
 		if m == nil {

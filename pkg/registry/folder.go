@@ -51,7 +51,7 @@ func (c *Config) WriteDir(dir string) error {
 	sort.Strings(hosts)
 	for _, h := range hosts {
 		// The host becomes a folder name: refuse anything but host[:port].
-		if !anchoredDomain.MatchString(h) || strings.Contains(h, "..") {
+		if !anchoredDomain().MatchString(h) || strings.Contains(h, "..") {
 			return fmt.Errorf("writing registries folder: CA for %q: not a registry host[:port]", h)
 		}
 		if err := checkPEM(c.CAs[h]); err != nil {
@@ -153,7 +153,7 @@ func loadCerts(certs string) (map[string][]byte, error) {
 			continue
 		}
 		p := filepath.Join(certs, e.Name())
-		if !e.IsDir() || !anchoredDomain.MatchString(e.Name()) {
+		if !e.IsDir() || !anchoredDomain().MatchString(e.Name()) {
 			return nil, fmt.Errorf("reading %s: not a folder named for a registry host[:port]", p)
 		}
 		pem, err := hostCerts(p)

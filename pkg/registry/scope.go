@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.podman.io/image/v5/docker/reference"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -15,8 +16,9 @@ import (
 // host[:port], a namespace or repository under it, or a *.domain wildcard
 // that matches every subdomain of domain.
 
-// anchoredDomain is a registry host[:port], as containers/image parses it.
-var anchoredDomain = regexp.MustCompile("^" + reference.DomainRegexp.String() + "$")
+// anchoredDomain is a registry host[:port], as containers/image parses it;
+// compiled on first use (it is a large pattern), not at every start.
+var anchoredDomain = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^" + reference.DomainRegexp.String() + "$") })
 
 // domainErrs says why d is not a DNS name without port (what may follow
 // "*." in a wildcard scope), with apimachinery's rules and messages: an
@@ -60,7 +62,7 @@ func checkScope(s string, wildcard bool) error {
 		return errors.New("a scope has no digest")
 	}
 	host, path, hasPath := strings.Cut(s, "/")
-	if !anchoredDomain.MatchString(host) {
+	if !anchoredDomain().MatchString(host) {
 		return errors.New("not a registry host[:port]")
 	}
 	if !hasPath {
