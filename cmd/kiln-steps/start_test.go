@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"github.com/vincent-petithory/dataurl"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kiln-dev/kiln/test/env"
+)
+
+// initAllocBudget is what one kiln package's initialization may allocate
+// (objects, as GODEBUG=inittrace=1 counts them). Every subcommand pays
+// every package's init: a compiled pattern, a scheme or a validator built
+// at init costs each step's start, so they are built on first use.
+const initAllocBudget = 100
+
+// TestKilnPackageInitsAllocateLittle runs the built binary with
+// GODEBUG=inittrace=1 and fails naming each kiln package whose init
+// allocates more than initAllocBudget objects.
+func TestKilnPackageInitsAllocateLittle(t *testing.T) {
+	bin := env.BuildBinary(t, "./cmd/kiln-steps")
+	inits := initTrace(t, bin, "version")
+	if _, ok := inits["github.com/kiln-dev/kiln/pkg/osimage"]; !ok {
+		t.Fatalf("inittrace names no pkg/osimage init; traced %d packages", len(inits))
+	}
+	for pkg, allocs := range inits {
+		if strings.HasPrefix(pkg, "github.com/kiln-dev/kiln/") && allocs > initAllocBudget {
+			t.Errorf("%s: init allocates %d objects, over the budget of %d: build it on first use (sync.OnceValue)", pkg, allocs, initAllocBudget)
+		}
+	}
+}
+
+// initTrace runs bin with args and GODEBUG=inittrace=1 and returns the
+// allocations of each package's init, keyed by import path.
+func initTrace(t *testing.T, bin string, args ...string) map[string]int {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, stderr.Bytes())
+	}
+	// init <package> @<t> ms, <clock> ms clock, <bytes> bytes, <allocs> allocs
+	out := map[string]int{}
+	sc := bufio.NewScanner(&stderr)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 11 || f[0] != "init" || f[10] != "allocs" {
+			continue
+		}
+		n, err := strconv.Atoi(f[9])
+		if err != nil {
+			t.Fatalf("inittrace line %q: allocs: %v", sc.Text(), err)
+		}
+		out[f[1]] += n
+	}
+	return out
+}
+
+// BenchmarkStart measures kiln-steps as the Tasks run it, a fresh process
+// per step, interleaving in each round the reference /bin/true, the
+// binary's `version` (process start: runtime and package init, no work)
+// and a config-only `image-build` (start plus the build: a tiny stand-in
+// base on a local docker-registry, one layer appended and pushed). It
+// reports each as ms per run; image-build's goal is 15 ms.
+func BenchmarkStart(b *testing.B) {
+	bin := env.BuildBinary(b, "./cmd/kiln-steps")
+	reg := env.StartRegistry(b, env.RegistryOptions{})
+	base := reg.Ref("start/base:1")
+	if err := pushStandInBase(b, base); err != nil {
+		b.Fatal(err)
+	}
+	var tTrue, tVersion, tBuild time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		build := imageBuildCommand(b, bin, reg.Host, base, fmt.Sprintf("change %d at %d\n", i, time.Now().UnixNano()))
+		b.StartTimer()
+		tTrue += timeRun(b, exec.Command("/bin/true"))
+		tVersion += timeRun(b, exec.Command(bin, "version"))
+		tBuild += timeRun(b, build)
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d) / float64(b.N) / float64(time.Millisecond) }
+	b.ReportMetric(ms(tTrue), "true-ms/op")
+	b.ReportMetric(ms(tVersion), "version-ms/op")
+	b.ReportMetric(ms(tBuild), "image-build-ms/op")
+	b.ReportMetric(float64(tVersion)/float64(tTrue), "version/true")
+	b.ReportMetric(float64(tBuild)/float64(tVersion), "image-build/version")
+}
+
+// timeRun runs cmd and returns how long the process took, start to exit.
+func timeRun(b *testing.B, cmd *exec.Cmd) time.Duration {
+	b.Helper()
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		b.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	return d
+}
+
+// pushStandInBase pushes an empty image plus the stand-in kernel, the
+// smallest base the node import check accepts.
+func pushStandInBase(t testing.TB, ref string) error {
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	return remote.Write(r, env.WithKernel(t, empty.Image))
+}
+
+// imageBuildCommand writes a fresh workspace whose rendered config writes
+// motd and returns the image-build command for it.
+func imageBuildCommand(b *testing.B, bin, host, base, motd string) *exec.Cmd {
+	b.Helper()
+	work, results := b.TempDir(), b.TempDir()
+	raw, err := json.Marshal(renderedMotd(b, motd))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(work, "render"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "render", "rendered.json"), raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return exec.Command(bin, "image-build", "--pool", "worker", "--work", work, "--results-dir", results,
+		"--base", base, "--repository", host+"/start/kiln", "--insecure-registry", host)
+}
+
+// renderedMotd is a rendered MachineConfig, as render writes it, holding
+// one file: /etc/motd.
+func renderedMotd(b *testing.B, motd string) *mcfgv1.MachineConfig {
+	b.Helper()
+	mode, src := 0o644, dataurl.EncodeBytes([]byte(motd))
+	cfg := igntypes.Config{Ignition: igntypes.Ignition{Version: "3.5.0"}, Storage: igntypes.Storage{Files: []igntypes.File{{
+		Node:          igntypes.Node{Path: "/etc/motd"},
+		FileEmbedded1: igntypes.FileEmbedded1{Contents: igntypes.Resource{Source: &src}, Mode: &mode},
+	}}}}
+	raw, err := json.Marshal(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mc := &mcfgv1.MachineConfig{Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}, KernelType: "default"}}
+	mc.APIVersion = mcfgv1.GroupVersion.String()
+	mc.Kind = "MachineConfig"
+	mc.Name = "rendered-worker-start"
+	return mc
+}
