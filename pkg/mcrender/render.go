@@ -68,9 +68,9 @@ type Result struct {
 }
 
 // Render renders req.Pool's MachineConfigs into one MachineConfig the way
-// MCO's render controller does, with remote sources snapshotted
-// and a reconcilability check against the pool's current config. Nothing
-// is written; on error no result is returned.
+// MCO's render controller does, with remote sources resolved by
+// req.Sources and a reconcilability check against the pool's current
+// config. Nothing is written; on error no result is returned.
 func Render(ctx context.Context, req Request) (*Result, error) {
 	res, err := render(ctx, req)
 	if err != nil {
