@@ -87,9 +87,9 @@
 // that way, so the name kiln predicts is the name MCO gives. CompareRendered
 // (diff.go) explains a name that differs anyway.
 //
-// mcrender is a library below the stages: the render stage (pkg/render),
-// image-sign's prediction hook, rollout's drift gate, pkg/trigger and the
-// tests' MCO stand-in (test/mcosim) import it. It imports no stage
-// package, so a stage that needs MCO's rendering does not depend on
-// another stage.
+// mcrender is a library below the stages, and any package may import it:
+// the render stage (pkg/render), image-sign's prediction hook, rollout's
+// drift gate, report, pkg/trigger and the tests' MCO stand-in
+// (test/mcosim) do. It imports no stage package (test/layout checks), so a
+// stage that needs MCO's rendering does not depend on another stage.
 package mcrender
