@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -13,7 +13,7 @@ func newImageSignCommand(env lookupEnv) *cobra.Command {
 	o := signing.DefaultSignOptions()
 	// pkg/signing cannot import pkg/render (render's tests import kmod,
 	// which imports signing): the drift gate's prediction is wired here.
-	o.Predict = render.PredictFromWorkspace
+	o.Predict = mcrender.PredictFromWorkspace
 	return newStage(stage{
 		name:  step.StageImageSign,
 		short: "Sign the image and attach SLSA provenance with cosign",

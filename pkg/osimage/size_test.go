@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/mcsize"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -30,10 +31,10 @@ func TestImageBuildMeasuresTheConfigAsRenderDoes(t *testing.T) {
 	}
 	raw := `{"ignition":{"version":"3.5.0"},"storage":{"files":[` + strings.Join(fs, ",") + `]}}`
 	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"},
-		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{render.RoleLabel: "worker"}}}}
-	mc := &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "50-many-files", Labels: map[string]string{render.RoleLabel: "worker"}},
+		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{mcrender.RoleLabel: "worker"}}}}
+	mc := &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "50-many-files", Labels: map[string]string{mcrender.RoleLabel: "worker"}},
 		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(raw)}}}
-	res, err := render.Render(context.Background(), render.Request{Pool: pool, Configs: []*mcfgv1.MachineConfig{mc}})
+	res, err := mcrender.Render(context.Background(), mcrender.Request{Pool: pool, Configs: []*mcfgv1.MachineConfig{mc}})
 	if err != nil {
 		t.Fatalf("render refused the config: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -20,12 +21,12 @@ import (
 // no rendered config, an error naming the MachineConfig, the field and the
 // reason.
 
-func renderOne(t *testing.T, raw string) (*Result, error) {
+func renderOne(t *testing.T, raw string) (*mcrender.Result, error) {
 	t.Helper()
-	return Render(context.Background(), Request{Pool: workerPool(), Configs: []*mcfgv1.MachineConfig{workerMC("50-attack", raw)}, Fetcher: testFetcher()})
+	return mcrender.Render(context.Background(), mcrender.Request{Pool: workerPool(), Configs: []*mcfgv1.MachineConfig{workerMC("50-attack", raw)}, Sources: testFetcher()})
 }
 
-func wantRefused(t *testing.T, res *Result, err error, parts ...string) {
+func wantRefused(t *testing.T, res *mcrender.Result, err error, parts ...string) {
 	t.Helper()
 	if err == nil || res != nil {
 		t.Fatalf("accepted (result %v, error %v)", res != nil, err)

@@ -13,6 +13,8 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 )
 
 // closedClient fails every request at once: nothing in these tests may
@@ -33,7 +35,7 @@ func benchConfigs(n, files int) []*mcfgv1.MachineConfig {
 		fs = append(fs, fmt.Sprintf(`{"path":"/etc/kiln/shared.conf","mode":420,"contents":{"source":"data:,from%%20%d"}}`, i))
 		raw := `{"ignition":{"version":"3.5.0"},"storage":{"files":[` + strings.Join(fs, ",") + `]}}`
 		out[i] = &mcfgv1.MachineConfig{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%04d-bench", i), Labels: map[string]string{RoleLabel: "worker"}},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%04d-bench", i), Labels: map[string]string{mcrender.RoleLabel: "worker"}},
 			Spec:       mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(raw)}, KernelArguments: []string{fmt.Sprintf("k%d=1", i)}},
 		}
 	}
@@ -58,14 +60,14 @@ func parseOnly(b *testing.B, mcs []*mcfgv1.MachineConfig) time.Duration {
 func BenchmarkRender1000MCs(b *testing.B) {
 	mcs := benchConfigs(1000, 10)
 	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"},
-		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RoleLabel: "worker"}}}}
-	req := Request{Pool: pool, Configs: mcs, Fetcher: &Fetcher{Client: closedClient}}
+		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{mcrender.RoleLabel: "worker"}}}}
+	req := mcrender.Request{Pool: pool, Configs: mcs, Sources: &Fetcher{Client: closedClient}}
 	var ours, ref time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		res, err := Render(context.Background(), req)
+		res, err := mcrender.Render(context.Background(), req)
 		ours += time.Since(start)
 		if err != nil {
 			b.Fatal(err)

@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/vincent-petithory/dataurl"
+
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 )
 
 // ignitionFetch is what the node's Ignition v2.26.0 does with a resource,
@@ -196,7 +198,7 @@ func parityMC(kind string, res ign35types.Resource) *mcfgv1.MachineConfig {
 	case "ca":
 		raw = `{"ignition":{"version":"3.5.0","security":{"tls":{"certificateAuthorities":[` + string(rj) + `]}}}}`
 	}
-	return &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "50-parity", Labels: map[string]string{RoleLabel: "worker"}},
+	return &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "50-parity", Labels: map[string]string{mcrender.RoleLabel: "worker"}},
 		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(raw)}}}
 }
 
@@ -260,7 +262,7 @@ func TestHashVerdictMatchesIgnitionFetcher(t *testing.T) {
 	}))
 	defer srv.Close()
 	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"},
-		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RoleLabel: "worker"}}}}
+		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{mcrender.RoleLabel: "worker"}}}}
 	hashes := []string{"none", "sha512-right", "sha512-zero", "sha512-over-stored-bytes", "sha512-right-uppercase", "sha256-right", "sha256-zero"}
 	var accepted, refused int
 	for _, kind := range []string{"file", "append", "merge", "replace", "ca"} {
@@ -303,7 +305,7 @@ func TestHashVerdictMatchesIgnitionFetcher(t *testing.T) {
 					t.Run(name, func(t *testing.T) {
 						isRef := kind == "merge" || kind == "replace"
 						ignErr := ignitionFetch(res, isRef)
-						out, kilnErr := Render(context.Background(), Request{Pool: pool, Configs: []*mcfgv1.MachineConfig{parityMC(kind, res)}, Fetcher: testFetcher()})
+						out, kilnErr := mcrender.Render(context.Background(), mcrender.Request{Pool: pool, Configs: []*mcfgv1.MachineConfig{parityMC(kind, res)}, Sources: testFetcher()})
 						if (ignErr == nil) != (kilnErr == nil) {
 							t.Fatalf("Ignition says %v, kiln says %v", ignErr, kilnErr)
 						}

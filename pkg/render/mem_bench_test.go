@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/peakrss"
 )
@@ -26,11 +27,11 @@ func sha512Hex(b []byte) string {
 
 func workerPool() *mcfgv1.MachineConfigPool {
 	return &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"},
-		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{RoleLabel: "worker"}}}}
+		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{mcrender.RoleLabel: "worker"}}}}
 }
 
 func workerMC(name, raw string) *mcfgv1.MachineConfig {
-	return &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{RoleLabel: "worker"}},
+	return &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{mcrender.RoleLabel: "worker"}},
 		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(raw)}}}
 }
 
@@ -39,7 +40,7 @@ func workerMC(name, raw string) *mcfgv1.MachineConfig {
 // fills most of the rendered config), a 16 MiB uncompressed file (the
 // fetch cap) and three gzip files of 15 MiB each once inflated: 62 MiB of
 // content, just under ignres.MaxContent, with every hash right.
-func worstCaseRequest(tb testing.TB) (Request, func()) {
+func worstCaseRequest(tb testing.TB) (mcrender.Request, func()) {
 	pad := base64.StdEncoding.EncodeToString(noise(750 << 10))
 	ref := []byte(`{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/kiln/ref-pad","mode":420,"contents":{"source":"data:;base64,` + pad + `"}}]}}`)
 	bomb := env.GzipZeros(15)
@@ -59,13 +60,13 @@ func worstCaseRequest(tb testing.TB) (Request, func()) {
 	}
 	raw := fmt.Sprintf(`{"ignition":{"version":"3.5.0","config":{"merge":[{"source":"%s/ref.ign.gz","compression":"gzip","verification":{"hash":"%s"}}]}},"storage":{"files":[%s]}}`,
 		srv.URL, sha512Hex(ref), strings.Join(fs, ","))
-	req := Request{Pool: workerPool(), Configs: []*mcfgv1.MachineConfig{workerMC("50-worst", raw)}, Fetcher: &Fetcher{}}
+	req := mcrender.Request{Pool: workerPool(), Configs: []*mcfgv1.MachineConfig{workerMC("50-worst", raw)}, Sources: &Fetcher{}}
 	return req, srv.Close
 }
 
-func trivialRequest() Request {
+func trivialRequest() mcrender.Request {
 	raw := `{"ignition":{"version":"3.5.0"},"storage":{"files":[{"path":"/etc/kiln/hello","mode":420,"contents":{"source":"data:,hello"}}]}}`
-	return Request{Pool: workerPool(), Configs: []*mcfgv1.MachineConfig{workerMC("50-trivial", raw)}, Fetcher: &Fetcher{Client: closedClient}}
+	return mcrender.Request{Pool: workerPool(), Configs: []*mcfgv1.MachineConfig{workerMC("50-trivial", raw)}, Sources: &Fetcher{Client: closedClient}}
 }
 
 // BenchmarkRenderPeakRSS renders the worst-case accepted input
@@ -80,7 +81,7 @@ func BenchmarkRenderPeakRSS(b *testing.B) {
 			req, done = worstCaseRequest(b)
 		}
 		defer done()
-		res, err := Render(context.Background(), req)
+		res, err := mcrender.Render(context.Background(), req)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -106,7 +107,7 @@ func shapeWorkload(b *testing.B, w string) {
 	case "widest":
 		req.Configs = []*mcfgv1.MachineConfig{workerMC("50-widest", widestConfig())}
 	}
-	_, err := Render(context.Background(), req)
+	_, err := mcrender.Render(context.Background(), req)
 	if (w == "bomb") != (err != nil) {
 		b.Fatalf("workload %s: render returned %v", w, err)
 	}

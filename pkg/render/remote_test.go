@@ -10,6 +10,8 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 )
 
 // trickle serves a body that never ends: one byte every interval, each
@@ -64,7 +66,7 @@ func TestRenderEndsTricklingSourcesAtTheirDeadlines(t *testing.T) {
 			}
 			raw := `{"ignition":{"version":"3.5.0"},"storage":{"files":[` + strings.Join(fs, ",") + `]}}`
 			start := time.Now()
-			res, err := Render(context.Background(), Request{Pool: workerPool(), Configs: []*mcfgv1.MachineConfig{workerMC("50-attack", raw)}, Fetcher: &tc.fetcher})
+			res, err := mcrender.Render(context.Background(), mcrender.Request{Pool: workerPool(), Configs: []*mcfgv1.MachineConfig{workerMC("50-attack", raw)}, Sources: &tc.fetcher})
 			if took := time.Since(start); took > tc.within {
 				t.Errorf("render took %s, want at most %s", took, tc.within)
 			}

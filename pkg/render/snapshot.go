@@ -16,6 +16,7 @@ import (
 	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
 
 	"github.com/kiln-dev/kiln/pkg/ignres"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 )
 
 // maxConfigDepth bounds nested merge/replace references, as Ignition does
@@ -30,14 +31,23 @@ type snapshotter struct {
 	// inflated is shared by all MCs of one render: it bounds the bytes
 	// render decompresses in total, whatever the number of sources.
 	inflated *ignres.Limit
-	// keep leaves the config as it is (Request.AsMCO): MCO neither fetches
-	// remote sources nor checks their hashes.
-	keep bool
 }
 
 // inflationLimit is the budget of one render's source checks.
 func inflationLimit() *ignres.Limit {
 	return ignres.NewLimit(ignres.MaxContent, "kiln's cap on what render decompresses for one pool, ignres.MaxContent")
+}
+
+// Open is f as the engine's seam (mcrender.Sources): one render's fetches
+// share its deadline and its decompression budget. The engine does not
+// call it for an MCO-like render (Request.AsMCO): MCO neither fetches
+// remote sources nor checks their hashes.
+func (f *Fetcher) Open(ctx context.Context) (context.Context, context.CancelFunc, mcrender.Resolver) {
+	ctx, cancel := f.renderContext(ctx)
+	inflated := inflationLimit()
+	return ctx, cancel, func(ctx context.Context, mc string, cfg ign35types.Config) (ign35types.Config, error) {
+		return snapshotter{f: f, mc: mc, inflated: inflated}.config(ctx, cfg, "spec.config.", 0)
+	}
 }
 
 // config resolves the config's merge/replace references the way Ignition's
@@ -46,9 +56,6 @@ func inflationLimit() *ignres.Limit {
 // file, append and CA source as a data: URL. The result has no remote links.
 // Every hash is checked over the decompressed content, as Ignition does.
 func (s snapshotter) config(ctx context.Context, cfg ign35types.Config, where string, depth int) (ign35types.Config, error) {
-	if s.keep {
-		return cfg, nil
-	}
 	if depth > maxConfigDepth {
 		return cfg, fmt.Errorf("MachineConfig %q: %signition.config: references nest deeper than %d", s.mc, where, maxConfigDepth)
 	}
@@ -120,7 +127,7 @@ func (s snapshotter) reference(ctx context.Context, r ign35types.Resource, where
 		if err == nil {
 			err = errors.New("invalid config")
 		}
-		return ign35types.Config{}, fmt.Errorf("MachineConfig %q: %s: %s: parsing referenced config: %v%s", s.mc, where, redact(*r.Source), err, reportSuffix(rpt.String()))
+		return ign35types.Config{}, fmt.Errorf("MachineConfig %q: %s: %s: parsing referenced config: %v%s", s.mc, where, redact(*r.Source), err, mcrender.ReportSuffix(rpt.String()))
 	}
 	return s.config(ctx, child, where+" → ", depth+1)
 }

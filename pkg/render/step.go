@@ -12,6 +12,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -96,7 +97,7 @@ func (o *StepOptions) load(ctx context.Context, dir string) (*Objects, error) {
 // Output is a finished render: the rendered config, the record of its
 // inputs and the stage's results.
 type Output struct {
-	Result  *Result
+	Result  *mcrender.Result
 	Inputs  []Input
 	Results map[string]string
 	// Module is the pool's ModuleDay0, if one selects it; the kmod stages
@@ -105,7 +106,7 @@ type Output struct {
 	// MCO is what the drift gate's prediction reads (predict.go): saved
 	// here because the prediction needs the image digest, known only after
 	// image-build.
-	MCO *MCOInputs
+	MCO *mcrender.MCOInputs
 }
 
 // Run renders pool from objs and prepares the stage's outputs. Progress
@@ -123,9 +124,12 @@ func Run(ctx context.Context, objs *Objects, pool string, f *Fetcher, p *step.Pr
 	if err != nil {
 		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)
 	}
-	defaults := Defaults{OSImageURL: facts.BaseOSImage, ExtensionsImage: facts.ExtensionsImage, ReleaseVersion: facts.ReleaseVersion}
-	res, err := Render(ctx, Request{
-		Pool: mcp, Configs: objs.Configs, Fetcher: f, Defaults: defaults,
+	defaults := mcrender.Defaults{OSImageURL: facts.BaseOSImage, ExtensionsImage: facts.ExtensionsImage, ReleaseVersion: facts.ReleaseVersion}
+	if f == nil {
+		f = &Fetcher{}
+	}
+	res, err := mcrender.Render(ctx, mcrender.Request{
+		Pool: mcp, Configs: objs.Configs, Sources: f, Defaults: defaults,
 		OnInput: func(i int, mc *mcfgv1.MachineConfig) {
 			if p != nil {
 				p.Printf("input %d: MachineConfig %s", i+1, mc.Name)
@@ -135,7 +139,7 @@ func Run(ctx context.Context, objs *Objects, pool string, f *Fetcher, p *step.Pr
 	if err != nil {
 		return nil, err
 	}
-	mco, err := NewMCOInputs(mcp, objs.Configs, defaults)
+	mco, err := mcrender.NewMCOInputs(mcp, objs.Configs, defaults)
 	if err != nil {
 		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)
 	}
@@ -224,7 +228,7 @@ func (out *Output) Write(ws step.Workspace, r *step.Results) error {
 	}
 	files := map[string][]byte{ws.RenderedPath(): rendered, ws.InputsPath(): inputs}
 	if out.MCO != nil {
-		if files[MCOInputsPath(ws)], err = json.MarshalIndent(out.MCO, "", "  "); err != nil {
+		if files[mcrender.MCOInputsPath(ws)], err = json.MarshalIndent(out.MCO, "", "  "); err != nil {
 			return fmt.Errorf("encoding the prediction's inputs: %w", err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -27,7 +27,7 @@ const ConditionDriftDetected = "DriftDetected"
 
 // Conditions reads the conditions the stages left in the workspace.
 func Conditions(ws step.Workspace) ([]Condition, error) {
-	var d render.Drift
+	var d mcrender.Drift
 	ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), rollout.DriftJSON), &d)
 	if err != nil || !ok {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/bootimage"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
@@ -117,7 +118,7 @@ var details = map[string]func(step.Workspace) (string, error){
 		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), &tl); !ok || err != nil {
 			return "", err
 		}
-		var d render.Drift
+		var d mcrender.Drift
 		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), rollout.DriftJSON), &d); err != nil {
 			return "", err
 		} else if ok {

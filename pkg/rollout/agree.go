@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -22,14 +22,14 @@ func checkAgreement(ws step.Workspace, pool, image string) error {
 	if ws.Root == "" {
 		return nil
 	}
-	in, err := render.ReadMCOInputs(ws)
+	in, err := mcrender.ReadMCOInputs(ws)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return fmt.Errorf("checking the work folder against pool %s: %w", pool, err)
 	case in.Pool.Name != pool:
 		return fmt.Errorf("refusing to roll out to pool %s: the work folder's render (%s) is for pool %s",
-			pool, render.MCOInputsPath(ws), in.Pool.Name)
+			pool, mcrender.MCOInputsPath(ws), in.Pool.Name)
 	}
 	path := filepath.Join(ws.StageDir(step.StageImageBuild), "build.json")
 	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {

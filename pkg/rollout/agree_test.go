@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kiln-dev/kiln/cmd/cli"
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -45,7 +45,7 @@ func TestRolloutRefusesImageAndWorkFolderOfAnotherPool(t *testing.T) {
 			work, results := t.TempDir(), t.TempDir()
 			ws := step.Workspace{Root: work}
 			if c.renderedFor != "" {
-				writeJSONFile(t, render.MCOInputsPath(ws), render.MCOInputs{
+				writeJSONFile(t, mcrender.MCOInputsPath(ws), mcrender.MCOInputs{
 					Pool:    &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: c.renderedFor}},
 					Configs: []*mcfgv1.MachineConfig{{ObjectMeta: metav1.ObjectMeta{Name: "00-" + c.renderedFor}}},
 				})

@@ -16,13 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 )
 
 // The drift gate (README "Drift gate"): before any node may update, kiln
 // holds the pool paused, writes its MachineConfig, waits for MCO to render
 // the pool's next config and compares MCO's name with the one kiln
-// predicted for the image (render.Predict). Equal: the pool is let go.
+// predicted for the image (mcrender.Predict). Equal: the pool is let go.
 // Different: the pool stays held, kiln's MachineConfig is taken back, MCO
 // renders the previous config again, and only then is the pool's own
 // paused state restored, so no node ever targets the drifted config.
@@ -113,7 +113,7 @@ func releasePool(ctx context.Context, c client.Client, name string, unpause bool
 
 // gate waits for MCO's render of kiln's MachineConfig and compares it with
 // the prediction. A nil Drift means the names are equal.
-func (r *roller) compare(ctx context.Context) (*render.Drift, error) {
+func (r *roller) compare(ctx context.Context) (*mcrender.Drift, error) {
 	start := time.Now()
 	var mcoName string
 	if err := r.w.waitFor(ctx, "MCO to render pool "+r.cfg.Pool+" with kiln's MachineConfig", r.rendered(&mcoName)); err != nil {
@@ -133,7 +133,7 @@ func (r *roller) compare(ctx context.Context) (*render.Drift, error) {
 }
 
 // diff reads MCO's rendered config and the inputs MCO lists for it.
-func (r *roller) diff(ctx context.Context, name string) (*render.Drift, error) {
+func (r *roller) diff(ctx context.Context, name string) (*mcrender.Drift, error) {
 	mco := &mcfgv1.MachineConfig{}
 	if err := r.cfg.Client.Get(ctx, client.ObjectKey{Name: name}, mco); err != nil {
 		return nil, fmt.Errorf("reading MCO's rendered MachineConfig %s: %w", name, err)
@@ -152,7 +152,7 @@ func (r *roller) diff(ctx context.Context, name string) (*render.Drift, error) {
 			inputs = append(inputs, mc)
 		}
 	}
-	return render.CompareRendered(r.cfg.Prediction, mco, inputs)
+	return mcrender.CompareRendered(r.cfg.Prediction, mco, inputs)
 }
 
 // retreat takes kiln's MachineConfig back while the pool is still held,
@@ -177,7 +177,7 @@ func (r *roller) retreat(ctx context.Context) (back string, err error) {
 }
 
 // stopForDrift ends an enforced rollout the gate stopped.
-func (r *roller) stopForDrift(ctx context.Context, d *render.Drift, prevRendered string) (Result, error) {
+func (r *roller) stopForDrift(ctx context.Context, d *mcrender.Drift, prevRendered string) (Result, error) {
 	res := Result{State: StateDriftDetected, Gate: GateDrift, Drift: d, Predicted: d.Predicted}
 	back, err := r.retreat(ctx)
 	res.Timeline = r.w.v.tracker.Timeline()
@@ -197,7 +197,7 @@ func (r *roller) stopForDrift(ctx context.Context, d *render.Drift, prevRendered
 // event records the drift on the pool. Cluster-scoped objects' events live
 // in the default namespace. A failure to record is reported, not fatal:
 // the result and the report say the same.
-func (r *roller) event(ctx context.Context, pool *mcfgv1.MachineConfigPool, d *render.Drift) {
+func (r *roller) event(ctx context.Context, pool *mcfgv1.MachineConfigPool, d *mcrender.Drift) {
 	now := metav1.Now()
 	msg := fmt.Sprintf("drift gate (%s): MCO rendered %s, kiln predicted %s for %s: %s", r.cfg.DriftGate, d.Rendered, d.Predicted, r.cfg.Image, d.Cause)
 	if len(msg) > 1024 {
@@ -225,7 +225,7 @@ const (
 
 // writeDrift writes the diff, when there is one, as JSON (the report reads
 // it) and as text (for people).
-func writeDrift(dir string, d *render.Drift) error {
+func writeDrift(dir string, d *mcrender.Drift) error {
 	if d == nil {
 		return nil
 	}
@@ -243,12 +243,12 @@ func writeDrift(dir string, d *render.Drift) error {
 }
 
 // predict computes the prediction for the image from render's saved
-// inputs (render.MCOInputs) and, when image-sign recorded the one it
+// inputs (mcrender.MCOInputs) and, when image-sign recorded the one it
 // attested, refuses to go on unless both are the same: the gate compares
 // MCO's render with the attested prediction.
-func (o *StepOptions) predict(ctx context.Context) (*render.Prediction, error) {
+func (o *StepOptions) predict(ctx context.Context) (*mcrender.Prediction, error) {
 	ws := o.Workspace()
-	in, err := render.ReadMCOInputs(ws)
+	in, err := mcrender.ReadMCOInputs(ws)
 	if errors.Is(err, os.ErrNotExist) {
 		// No render in this workspace (the Task run alone): Run refuses
 		// only if the gate has something to compare.
@@ -264,7 +264,7 @@ func (o *StepOptions) predict(ctx context.Context) (*render.Prediction, error) {
 	if err != nil {
 		return nil, fmt.Errorf("drift gate: %w", err)
 	}
-	rec, ok, err := render.ReadPredictionRecord(ws)
+	rec, ok, err := mcrender.ReadPredictionRecord(ws)
 	if err != nil {
 		return nil, fmt.Errorf("drift gate: %w", err)
 	}

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/test/mcosim"
 )
@@ -115,7 +115,7 @@ func TestDriftGate(t *testing.T) {
 			p.Spec.Paused = true
 		})
 		p := h.waitPool("resumed", func(*mcfgv1.MachineConfigPool) bool { return true })
-		mc, err := render.OSImageConfig(p, image(26))
+		mc, err := mcrender.OSImageConfig(p, image(26))
 		if err != nil {
 			t.Fatal(err)
 		}

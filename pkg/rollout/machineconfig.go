@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 )
 
 // Labels and annotations kiln puts on the MachineConfig it owns.
@@ -23,8 +23,8 @@ const (
 )
 
 // MachineConfigName is the MachineConfig kiln writes for a pool
-// (render.OSImageConfigName: the prediction merges the same object).
-func MachineConfigName(pool string) string { return render.OSImageConfigName(pool) }
+// (mcrender.OSImageConfigName: the prediction merges the same object).
+func MachineConfigName(pool string) string { return mcrender.OSImageConfigName(pool) }
 
 // applyResult says what applyImage did.
 type applyResult struct {
@@ -101,7 +101,7 @@ func restore(ctx context.Context, c client.Client, pool string, prev applyResult
 // drift gate's prediction merged) with kiln's bookkeeping annotations,
 // which MCO's merge does not read.
 func desiredMC(pool *mcfgv1.MachineConfigPool, image, previous string) (*mcfgv1.MachineConfig, error) {
-	mc, err := render.OSImageConfig(pool, image)
+	mc, err := mcrender.OSImageConfig(pool, image)
 	if err != nil {
 		return nil, err
 	}

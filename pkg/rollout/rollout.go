@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -43,10 +43,10 @@ type Config struct {
 	// DriftGate is enforce, warn or off (drift.go); "" means enforce.
 	DriftGate string
 	// Prediction is the rendered config MCO is expected to make with the
-	// image (render.MCOInputs.Predict); the gate needs it unless off, but
+	// image (mcrender.MCOInputs.Predict); the gate needs it unless off, but
 	// only when it has something to compare: a run that writes nothing
 	// (kiln's MachineConfig already names the image) runs without it.
-	Prediction *render.Prediction
+	Prediction *mcrender.Prediction
 }
 
 // States reported in ROLLOUT_STATE.
@@ -71,7 +71,7 @@ type Result struct {
 	// name it compared with; Drift is the diff when MCO's name differed.
 	Gate      string
 	Predicted string
-	Drift     *render.Drift
+	Drift     *mcrender.Drift
 }
 
 // Run rolls cfg.Image out to cfg.Pool. On failure it rolls back and
@@ -129,7 +129,7 @@ type roller struct {
 	held bool
 	// gate is what the drift gate did; drift its diff (mode warn).
 	gate  string
-	drift *render.Drift
+	drift *mcrender.Drift
 }
 
 func (r *roller) run(ctx context.Context, pool *mcfgv1.MachineConfigPool) (Result, error) {

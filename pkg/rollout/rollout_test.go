@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/mcosim"
@@ -60,7 +60,7 @@ func newHarness(t testing.TB, stepDelay time.Duration) *harness {
 	h.kiln = c
 	var seen sync.Map
 	sim, err := mcosim.Start(context.Background(), mcosim.Options{
-		Client: k.Client, Renderer: mcosim.KilnRenderer{Defaults: render.Defaults{OSImageURL: payloadImage}}, StepDelay: stepDelay,
+		Client: k.Client, Renderer: mcosim.KilnRenderer{Defaults: mcrender.Defaults{OSImageURL: payloadImage}}, StepDelay: stepDelay,
 		OnError: func(err error) {
 			// Conflicts are the stand-in racing the rollout; they retry.
 			if msg := err.Error(); !strings.Contains(msg, "the object has been modified") {
@@ -168,7 +168,7 @@ func (h *harness) config(pool string, img string) rollout.Config {
 }
 
 // mcoInputs reads what render saves for the prediction, from the cluster.
-func (h *harness) mcoInputs(pool string) *render.MCOInputs {
+func (h *harness) mcoInputs(pool string) *mcrender.MCOInputs {
 	h.t.Helper()
 	ctx := context.Background()
 	p := &mcfgv1.MachineConfigPool{}
@@ -183,14 +183,14 @@ func (h *harness) mcoInputs(pool string) *render.MCOInputs {
 	for i := range list.Items {
 		all[i] = &list.Items[i]
 	}
-	in, err := render.NewMCOInputs(p, all, render.Defaults{OSImageURL: payloadImage})
+	in, err := mcrender.NewMCOInputs(p, all, mcrender.Defaults{OSImageURL: payloadImage})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	return in
 }
 
-func (h *harness) predict(pool, img string) *render.Prediction {
+func (h *harness) predict(pool, img string) *mcrender.Prediction {
 	h.t.Helper()
 	p, err := h.mcoInputs(pool).Predict(context.Background(), img)
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -35,7 +35,7 @@ func TestRolloutStep(t *testing.T) {
 	e := env.Start(t, env.Options{Kube: true, Registry: true})
 	h := &harness{t: t, kube: e.Kube, admin: e.Kube.Client}
 	sim, err := mcosim.Start(context.Background(), mcosim.Options{Client: e.Kube.Client,
-		Renderer: mcosim.KilnRenderer{Defaults: render.Defaults{OSImageURL: payloadImage}}, StepDelay: 20 * time.Millisecond})
+		Renderer: mcosim.KilnRenderer{Defaults: mcrender.Defaults{OSImageURL: payloadImage}}, StepDelay: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,10 +177,10 @@ func (h *harness) runStepWith(pool, image, kubeconfig, pub, registryHost string,
 		t.Fatal(err)
 	}
 	ws := step.Workspace{Root: work}
-	if err := os.MkdirAll(filepath.Dir(render.MCOInputsPath(ws)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(mcrender.MCOInputsPath(ws)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(render.MCOInputsPath(ws), b, 0o644); err != nil {
+	if err := os.WriteFile(mcrender.MCOInputsPath(ws), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
@@ -40,16 +40,16 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 		}
 	}
 	writeJSON(filepath.Join(ws.StageDir(step.StageImageSign), "build.json"), trust.Record{Ref: image, Inputs: testInputs(t, reg.Host)})
-	role := map[string]string{render.RoleLabel: "worker"}
+	role := map[string]string{mcrender.RoleLabel: "worker"}
 	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"},
 		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: role}}}
-	in, err := render.NewMCOInputs(pool, []*mcfgv1.MachineConfig{{ObjectMeta: metav1.ObjectMeta{Name: "00-worker", Labels: role},
+	in, err := mcrender.NewMCOInputs(pool, []*mcfgv1.MachineConfig{{ObjectMeta: metav1.ObjectMeta{Name: "00-worker", Labels: role},
 		Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}, KernelArguments: []string{"quiet"}}}},
-		render.Defaults{OSImageURL: "quay.io/base/os@sha256:" + strings.Repeat("1", 64)})
+		mcrender.Defaults{OSImageURL: "quay.io/base/os@sha256:" + strings.Repeat("1", 64)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeJSON(render.MCOInputsPath(ws), in)
+	writeJSON(mcrender.MCOInputsPath(ws), in)
 	want, err := in.Predict(ctx, image)
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	var out bytes.Buffer
 	o := &SignOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"}, RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
 		AttestOptions: AttestOptions{SigningOptions: step.SigningOptions{KeyPath: keyPath, PasswordEnv: "KILN_TEST_SIGN_PW"}, RunID: "run-1"},
-		Image:         image, Predict: render.PredictFromWorkspace}
+		Image:         image, Predict: mcrender.PredictFromWorkspace}
 	if err := o.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -72,7 +72,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	if string(got) != want.Config.Name {
 		t.Errorf("PREDICTED_RENDERED_NAME %q, want %s", got, want.Config.Name)
 	}
-	rec, ok, err := render.ReadPredictionRecord(ws)
+	rec, ok, err := mcrender.ReadPredictionRecord(ws)
 	if err != nil || !ok || rec.Name != want.Config.Name || rec.Image != image || rec.Hash != want.Hash {
 		t.Errorf("image/prediction.json %+v (%v %v)", rec, ok, err)
 	}

@@ -27,7 +27,7 @@ type SignOptions struct {
 	// Image is the image by digest: image-build's IMAGE_URL@IMAGE_DIGEST.
 	Image string
 	// Predict, when set, predicts the pool's next rendered name for the
-	// image (the drift gate): kiln-steps sets render.PredictFromWorkspace.
+	// image (the drift gate): kiln-steps sets mcrender.PredictFromWorkspace.
 	Predict Predictor
 }
 
@@ -129,7 +129,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 const PredictedConfigByproduct = "predicted-rendered-config"
 
 // Predictor is the drift gate's prediction for image from the workspace
-// (render.PredictFromWorkspace; nil result when there is nothing to
+// (mcrender.PredictFromWorkspace; nil result when there is nothing to
 // predict from). A hook rather than an import: pkg/render's tests import
 // pkg/kmod, which imports this package.
 type Predictor func(ctx context.Context, ws step.Workspace, image string) (*trust.Prediction, error)

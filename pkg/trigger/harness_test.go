@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/pipeline"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -115,7 +115,7 @@ func pool(name string, enabled bool, lbls ...string) *mcfgv1.MachineConfigPool {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
 		Spec: mcfgv1.MachineConfigPoolSpec{
 			MachineConfigSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: render.RoleLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"worker", name},
+				Key: mcrender.RoleLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"worker", name},
 			}}},
 			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"node-role.kubernetes.io/" + name: ""}},
 		},
@@ -134,7 +134,7 @@ func pool(name string, enabled bool, lbls ...string) *mcfgv1.MachineConfigPool {
 
 func machineConfig(name, role, karg string) *mcfgv1.MachineConfig {
 	return &mcfgv1.MachineConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{render.RoleLabel: role}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{mcrender.RoleLabel: role}},
 		Spec: mcfgv1.MachineConfigSpec{
 			Config:          runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)},
 			KernelArguments: []string{karg},

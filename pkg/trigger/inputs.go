@@ -18,6 +18,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/render"
 )
@@ -142,7 +143,7 @@ func (c *Controller) loadInputs(ctx context.Context, pool *mcfgv1.MachineConfigP
 // read, one pool's inputs (PipelineVersion left to the caller).
 func gatherInputs(ctx context.Context, pool *mcfgv1.MachineConfigPool, mcs []*mcfgv1.MachineConfig, mods []*kmmv1beta1.ModuleDay0,
 	facts payload.Facts, resolve func(context.Context, string) (string, error)) (Inputs, error) {
-	sel, err := render.Select(pool, mcs)
+	sel, err := mcrender.Select(pool, mcs)
 	if err != nil {
 		return Inputs{}, fail(ReasonInputs, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 )
 
 // TestSelectByIndexMatchesSelector: for each selector shape a pool may
@@ -29,12 +29,12 @@ func TestSelectByIndexMatchesSelector(t *testing.T) {
 		return m
 	}
 	h.create(
-		mc("00-worker", map[string]string{render.RoleLabel: "worker"}),
-		mc("10-a-1", map[string]string{render.RoleLabel: "a"}),
-		mc("10-a-2", map[string]string{render.RoleLabel: "a"}),
-		mc("10-a-gold", map[string]string{render.RoleLabel: "a", tier: "gold"}),
-		mc("20-b-silver", map[string]string{render.RoleLabel: "b", tier: "silver"}),
-		mc("20-b-gold", map[string]string{render.RoleLabel: "b", tier: "gold"}),
+		mc("00-worker", map[string]string{mcrender.RoleLabel: "worker"}),
+		mc("10-a-1", map[string]string{mcrender.RoleLabel: "a"}),
+		mc("10-a-2", map[string]string{mcrender.RoleLabel: "a"}),
+		mc("10-a-gold", map[string]string{mcrender.RoleLabel: "a", tier: "gold"}),
+		mc("20-b-silver", map[string]string{mcrender.RoleLabel: "b", tier: "silver"}),
+		mc("20-b-gold", map[string]string{mcrender.RoleLabel: "b", tier: "gold"}),
 		mc("30-gold", map[string]string{tier: "gold"}),
 	)
 	mgr, err := ctrl.NewManager(h.kube.Config, ctrl.Options{Scheme: h.kube.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
@@ -60,14 +60,14 @@ func TestSelectByIndexMatchesSelector(t *testing.T) {
 		indexed bool
 		want    []string // before the move
 	}{
-		{"matchLabels on the role", metav1.LabelSelector{MatchLabels: map[string]string{render.RoleLabel: "a"}},
+		{"matchLabels on the role", metav1.LabelSelector{MatchLabels: map[string]string{mcrender.RoleLabel: "a"}},
 			true, []string{"10-a-1", "10-a-2", "10-a-gold"}},
-		{"role In two values", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{in(render.RoleLabel, "worker", "b")}},
+		{"role In two values", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{in(mcrender.RoleLabel, "worker", "b")}},
 			true, []string{"00-worker", "20-b-gold", "20-b-silver"}},
 		{"matchLabels on another label", metav1.LabelSelector{MatchLabels: map[string]string{tier: "gold"}},
 			true, []string{"10-a-gold", "20-b-gold", "30-gold"}},
 		{"role In and tier NotIn", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			in(render.RoleLabel, "a", "b"), {Key: tier, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"gold"}}}},
+			in(mcrender.RoleLabel, "a", "b"), {Key: tier, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"gold"}}}},
 			true, []string{"10-a-1", "10-a-2", "20-b-silver"}},
 		{"Exists only", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: tier, Operator: metav1.LabelSelectorOpExists}}},
 			false, []string{"10-a-gold", "20-b-gold", "20-b-silver", "30-gold"}},
@@ -120,7 +120,7 @@ func TestSelectByIndexMatchesSelector(t *testing.T) {
 	check(true)
 
 	// Moving an MC to another role must move it in the index too.
-	h.update(&mcfgv1.MachineConfig{}, "10-a-gold", "", func(o client.Object) { o.GetLabels()[render.RoleLabel] = "b" })
+	h.update(&mcfgv1.MachineConfig{}, "10-a-gold", "", func(o client.Object) { o.GetLabels()[mcrender.RoleLabel] = "b" })
 	eventually(t, 30*time.Second, "the index to agree with the apiserver after the move", func() bool { return check(false) })
 	check(true)
 	sel, _ := selectorOf(&mcfgv1.MachineConfigPool{Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &cases[0].sel}})

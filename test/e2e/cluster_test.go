@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kiln-dev/kiln/examples"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/release"
@@ -108,7 +109,7 @@ func startCluster(t *testing.T) *cluster {
 	// mcosim renders as MCO does with the payload's images as defaults;
 	// kiln's osImageURL MachineConfig overrides them once a run rolls out.
 	sim, err := mcosim.Start(context.Background(), mcosim.Options{Client: c.c,
-		Renderer: mcosim.KilnRenderer{Defaults: render.Defaults{
+		Renderer: mcosim.KilnRenderer{Defaults: mcrender.Defaults{
 			OSImageURL: osURLs.Data["baseOSContainerImage"], ExtensionsImage: osURLs.Data["baseOSExtensionsContainerImage"],
 			ReleaseVersion: osURLs.Data["releaseVersion"]}},
 		StepDelay: 200 * time.Millisecond})

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 	"github.com/kiln-dev/kiln/test/mcosim"
@@ -45,7 +45,7 @@ func (c *cluster) testDriftGate(ctx context.Context, t *testing.T) {
 	c.patchPool(ctx, driftPool, func(p *mcfgv1.MachineConfigPool) {
 		p.Annotations[mcosim.RenderQuirkAnnotation] = mcosim.QuirkSortKernelArguments
 	})
-	role := map[string]string{render.RoleLabel: driftPool}
+	role := map[string]string{mcrender.RoleLabel: driftPool}
 	c.noteChange("MachineConfig 60-master-kiln-drift added", driftPool)
 	c.create(ctx, &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "60-master-kiln-drift", Labels: role},
 		Spec: mcfgv1.MachineConfigSpec{KernelArguments: []string{"quiet", "audit=1"},

@@ -24,6 +24,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/bootimage"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -222,7 +223,7 @@ func renderStage(t *testing.T, admin client.Client, kubeconfig string) {
 
 // writeMCOInputs saves what render leaves for the drift gate
 // (render/mco-inputs.json), read from the cluster as render reads it.
-func writeMCOInputs(t *testing.T, c client.Client, pool, work string, d render.Defaults) {
+func writeMCOInputs(t *testing.T, c client.Client, pool, work string, d mcrender.Defaults) {
 	t.Helper()
 	ctx := context.Background()
 	p := &mcfgv1.MachineConfigPool{}
@@ -237,12 +238,12 @@ func writeMCOInputs(t *testing.T, c client.Client, pool, work string, d render.D
 	for i := range list.Items {
 		all[i] = &list.Items[i]
 	}
-	in, err := render.NewMCOInputs(p, all, d)
+	in, err := mcrender.NewMCOInputs(p, all, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(in)
-	path := render.MCOInputsPath(step.Workspace{Root: work})
+	path := mcrender.MCOInputsPath(step.Workspace{Root: work})
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 	ctx := context.Background()
 	const pool, payloadImage = "rbac", "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	sim, err := mcosim.Start(ctx, mcosim.Options{Client: admin,
-		Renderer: mcosim.KilnRenderer{Defaults: render.Defaults{OSImageURL: payloadImage}}, StepDelay: 10 * time.Millisecond})
+		Renderer: mcosim.KilnRenderer{Defaults: mcrender.Defaults{OSImageURL: payloadImage}}, StepDelay: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 
 	run := func(image string, extra ...string) (int, string, string) {
 		work, results := t.TempDir(), t.TempDir()
-		writeMCOInputs(t, admin, pool, work, render.Defaults{OSImageURL: payloadImage})
+		writeMCOInputs(t, admin, pool, work, mcrender.Defaults{OSImageURL: payloadImage})
 		args := append([]string{"--source", "cluster", "--kubeconfig", kubeconfig, "--pool", pool, "--image", image,
 			"--public-key", pub, "--insecure-registry", e.Registry.Host, "--work", work, "--results-dir", results,
 			"--timeout", "90s", "--settle-timeout", "60s"}, extra...)

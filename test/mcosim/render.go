@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 )
 
 // renderPool plays MCO's render controller for one pool: it renders the
@@ -106,7 +106,7 @@ func mergeMaps(base, over map[string]string) map[string]string {
 //   - sort-kernel-arguments: spec.kernelArguments sorted after the merge
 //     (MCO concatenates them in merge order).
 type KilnRenderer struct {
-	Defaults render.Defaults
+	Defaults mcrender.Defaults
 }
 
 // RenderQuirkAnnotation switches a render quirk on for one pool.
@@ -121,7 +121,7 @@ func (k KilnRenderer) Render(ctx context.Context, pool *mcfgv1.MachineConfigPool
 	for i := range configs {
 		in[i] = &configs[i]
 	}
-	res, err := render.Render(ctx, render.Request{Pool: pool, Configs: in, Defaults: k.Defaults, AsMCO: true})
+	res, err := mcrender.Render(ctx, mcrender.Request{Pool: pool, Configs: in, Defaults: k.Defaults, AsMCO: true})
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +139,7 @@ func applyQuirk(pool *mcfgv1.MachineConfigPool, mc *mcfgv1.MachineConfig) (*mcfg
 	default:
 		return nil, fmt.Errorf("MachineConfigPool %s: annotation %s: unknown quirk %q", pool.Name, RenderQuirkAnnotation, q)
 	}
-	name, err := render.RenderedName(pool.Name, mc.Spec)
+	name, err := mcrender.RenderedName(pool.Name, mc.Spec)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,8 @@
-package render
+package mcrender
 
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +11,6 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 const kilnImage = "registry.test/kiln/os@sha256:abababababababababababababababababababababababababababababababab"
@@ -139,38 +135,6 @@ func TestPredictSelectsAsMCO(t *testing.T) {
 			}
 			tc.check(t, p)
 		})
-	}
-}
-
-// TestMCOInputsSavedByRenderStep: the render step leaves what the
-// prediction reads, and it reads back to the same prediction.
-func TestMCOInputsSavedByRenderStep(t *testing.T) {
-	pool := poolSelecting("worker", "worker")
-	all := []*mcfgv1.MachineConfig{testMC("00-worker", "worker", fileConfig("/etc/a", "a"), "quiet")}
-	in, err := NewMCOInputs(pool, all, sizeDefaults)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Render(context.Background(), Request{Pool: pool, Configs: all, Defaults: sizeDefaults})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := step.Workspace{Root: t.TempDir()}
-	r := step.NewResults(t.TempDir())
-	if err := (&Output{Result: res, MCO: in, Results: map[string]string{"RENDERED_NAME": res.Config.Name}}).Write(ws, r); err != nil {
-		t.Fatal(err)
-	}
-	back, err := ReadMCOInputs(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p1, err1 := in.Predict(context.Background(), kilnImage)
-	p2, err2 := back.Predict(context.Background(), kilnImage)
-	if err1 != nil || err2 != nil || p1.Config.Name != p2.Config.Name {
-		t.Errorf("prediction before saving %v (%v), after %v (%v)", p1, err1, p2, err2)
-	}
-	if _, err := os.Stat(filepath.Join(ws.Root, "render", MCOInputsFile)); err != nil {
-		t.Error(err)
 	}
 }
 

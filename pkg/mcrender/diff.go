@@ -1,4 +1,4 @@
-package render
+package mcrender
 
 import (
 	"encoding/json"

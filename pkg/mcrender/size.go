@@ -1,4 +1,4 @@
-package render
+package mcrender
 
 import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"

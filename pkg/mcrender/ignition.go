@@ -1,4 +1,4 @@
-package render
+package mcrender
 
 import (
 	"errors"
@@ -64,7 +64,7 @@ func parseConfig(raw []byte) (ign35types.Config, error) {
 	case err == nil:
 		err = ign3errors.ErrInvalid
 	}
-	return ign35types.Config{}, fmt.Errorf("parsing Ignition spec 3 config: %v%s", err, reportSuffix(rpt.String()))
+	return ign35types.Config{}, fmt.Errorf("parsing Ignition spec 3 config: %v%s", err, ReportSuffix(rpt.String()))
 }
 
 func parseSpec2(raw []byte) (ign35types.Config, error) {
@@ -76,7 +76,7 @@ func parseSpec2(raw []byte) (ign35types.Config, error) {
 		if err == nil {
 			err = ign2errors.ErrInvalid
 		}
-		return ign35types.Config{}, fmt.Errorf("parsing Ignition spec 2 config: %v%s", err, reportSuffix(rpt.String()))
+		return ign35types.Config{}, fmt.Errorf("parsing Ignition spec 2 config: %v%s", err, ReportSuffix(rpt.String()))
 	}
 	cfg2, err = dedupeSpec2(cfg2)
 	if err != nil {
@@ -90,7 +90,10 @@ func parseSpec2(raw []byte) (ign35types.Config, error) {
 	return v35translate.Translate(v34translate.Translate(v33translate.Translate(v32translate.Translate(v31translate.Translate(v30))))), nil
 }
 
-func reportSuffix(s string) string {
+// ReportSuffix formats an Ignition parse report as the suffix of an error
+// message, so a referenced config's parse error (pkg/render) reads like an
+// MC's own.
+func ReportSuffix(s string) string {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return ""
@@ -194,7 +197,7 @@ func validateConfig(cfg ign35types.Config) error {
 		return nil
 	}
 	if rpt := validate.ValidateWithContext(cfg, nil); rpt.IsFatal() {
-		return fmt.Errorf("invalid Ignition config%s", reportSuffix(rpt.String()))
+		return fmt.Errorf("invalid Ignition config%s", ReportSuffix(rpt.String()))
 	}
 	for i, f := range cfg.Storage.Files {
 		if f.Mode != nil && os.FileMode(*f.Mode) > os.ModePerm { //nolint:gosec // modes are small

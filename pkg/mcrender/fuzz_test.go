@@ -1,4 +1,4 @@
-package render
+package mcrender
 
 import (
 	"context"
@@ -16,17 +16,18 @@ import (
 // FuzzRender feeds two arbitrary Ignition configs (as two MCs of a pool)
 // through parsing, validation and the merge. It must never panic, an
 // accepted pair must render to the same name twice (the merge may not
-// mutate its inputs), and nothing may reach the network: remote sources
-// go to a Fetcher pointed at a closed port.
+// mutate its inputs), and nothing may reach the network: without Sources
+// remote sources stay as they are (pkg/render's FuzzRenderWithSources
+// fuzzes the stage's fetcher).
 func FuzzRender(f *testing.F) {
-	for _, dir := range []string{"testdata/golden", "testdata/bad"} {
+	for _, dir := range []string{filepath.Join(stageCases, "golden"), filepath.Join(stageCases, "bad")} {
 		cases, _ := os.ReadDir(dir)
 		for _, c := range cases {
-			objs, err := LoadDir(filepath.Join(dir, c.Name()))
-			if err != nil || len(objs.Configs) < 2 {
+			mcs, err := caseConfigs(filepath.Join(dir, c.Name()))
+			if err != nil || len(mcs) < 2 {
 				continue
 			}
-			f.Add([]byte(objs.Configs[0].Spec.Config.Raw), []byte(objs.Configs[len(objs.Configs)-1].Spec.Config.Raw))
+			f.Add([]byte(mcs[0].Spec.Config.Raw), []byte(mcs[len(mcs)-1].Spec.Config.Raw))
 		}
 	}
 	f.Add([]byte(`{"ignition":{"version":"2.2.0"},"passwd":{"users":[{"name":"core"},{"name":"core","sshAuthorizedKeys":["k"]}]}}`), []byte(`{"ignition":{"version":"3.0.0"}}`))
@@ -41,8 +42,7 @@ func FuzzRender(f *testing.F) {
 			return &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{RoleLabel: "worker"}},
 				Spec: mcfgv1.MachineConfigSpec{Config: runtime.RawExtension{Raw: raw}}}
 		}
-		req := Request{Pool: pool, Configs: []*mcfgv1.MachineConfig{mk("00-a", a), mk("01-b", b)},
-			Fetcher: &Fetcher{Attempts: 1, Timeout: 50e6, Client: closedClient}}
+		req := Request{Pool: pool, Configs: []*mcfgv1.MachineConfig{mk("00-a", a), mk("01-b", b)}}
 		// The balanced merge must equal MCO's left fold whenever fold uses it.
 		if ca, err := parseConfig(a); err == nil {
 			if cb, err := parseConfig(b); err == nil && validateConfig(ca) == nil && validateConfig(cb) == nil {

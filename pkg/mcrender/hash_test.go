@@ -1,4 +1,4 @@
-package render
+package mcrender
 
 import (
 	"crypto/md5" //nolint:gosec // checks MCO's salt

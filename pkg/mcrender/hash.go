@@ -1,4 +1,4 @@
-package render
+package mcrender
 
 import (
 	"crypto/md5" //nolint:gosec // MCO's rendered names use MD5; we must match them

@@ -1,10 +1,11 @@
-package render
+package mcrender
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -19,17 +20,40 @@ type Request struct {
 	Configs []*mcfgv1.MachineConfig
 	// Defaults are the payload's images and release version.
 	Defaults Defaults
-	// Fetcher fetches remote sources; nil means a Fetcher with defaults.
-	Fetcher *Fetcher
+	// Sources resolves remote sources before the merge (kiln's render
+	// stage fetches and embeds them); nil leaves them for the node's
+	// Ignition, as MCO does.
+	Sources Sources
 	// OnInput, when set, is called for each input MC in merge order.
 	OnInput func(i int, mc *mcfgv1.MachineConfig)
 	// AsMCO renders as MCO's render controller itself does, without kiln's
 	// two deliberate differences that change the rendered name: kiln's own
 	// osImageURL MachineConfigs are selected (SelectAsMCO), and remote
 	// sources are left as they are for the node's Ignition instead of being
-	// fetched and embedded. The drift gate's prediction (Predict) and
-	// test/mcosim render this way; kiln's own render does not.
+	// fetched and embedded (Sources is not used). The drift gate's
+	// prediction (Predict) and test/mcosim render this way; kiln's own
+	// render does not.
 	AsMCO bool
+}
+
+// Sources resolves the remote sources of one render's inputs. It is a
+// seam because resolving them is kiln's deliberate difference from MCO,
+// which leaves them to Ignition at first boot; the render stage
+// (pkg/render) implements it by fetching, checking and embedding them.
+type Sources interface {
+	// Open starts one render. The returned context bounds all of the
+	// render's fetches, resolve is called for each input's parsed and
+	// valid config in merge order, and cancel when the render ends.
+	Open(ctx context.Context) (_ context.Context, cancel context.CancelFunc, resolve Resolver)
+}
+
+// Resolver returns the config of MachineConfig mc with its remote sources
+// resolved; its errors name mc and the field.
+type Resolver func(ctx context.Context, mc string, cfg ign35types.Config) (ign35types.Config, error)
+
+// keepSources is the Resolver of MCO's behaviour: the config as it is.
+func keepSources(_ context.Context, _ string, cfg ign35types.Config) (ign35types.Config, error) {
+	return cfg, nil
 }
 
 // Result is a rendered config and what it was made of.
@@ -44,9 +68,9 @@ type Result struct {
 }
 
 // Render renders req.Pool's MachineConfigs into one MachineConfig the way
-// MCO's render controller does, with remote sources snapshotted
-// and a reconcilability check against the pool's current config. Nothing
-// is written; on error no result is returned.
+// MCO's render controller does, with remote sources resolved by
+// req.Sources and a reconcilability check against the pool's current
+// config. Nothing is written; on error no result is returned.
 func Render(ctx context.Context, req Request) (*Result, error) {
 	res, err := render(ctx, req)
 	if err != nil {
@@ -60,19 +84,18 @@ func render(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := req.Fetcher
-	if f == nil {
-		f = &Fetcher{}
+	resolve := Resolver(keepSources)
+	if req.Sources != nil && !req.AsMCO {
+		var cancel context.CancelFunc
+		ctx, cancel, resolve = req.Sources.Open(ctx)
+		defer cancel()
 	}
-	ctx, cancel := f.renderContext(ctx)
-	defer cancel()
 	ps := make([]parsed, len(inputs))
-	inflated := inflationLimit()
 	for i, mc := range inputs {
 		if req.OnInput != nil {
 			req.OnInput(i, mc)
 		}
-		if ps[i], err = parseMC(ctx, snapshotter{f: f, mc: mc.Name, inflated: inflated, keep: req.AsMCO}, mc); err != nil {
+		if ps[i], err = parseMC(ctx, resolve, mc); err != nil {
 			return nil, err
 		}
 	}
@@ -98,8 +121,8 @@ func render(ctx context.Context, req Request) (*Result, error) {
 }
 
 // parseMC validates one input and returns its config at spec 3.5 with its
-// remote sources embedded.
-func parseMC(ctx context.Context, s snapshotter, mc *mcfgv1.MachineConfig) (parsed, error) {
+// remote sources resolved.
+func parseMC(ctx context.Context, resolve Resolver, mc *mcfgv1.MachineConfig) (parsed, error) {
 	if err := validateSpec(mc); err != nil {
 		return parsed{}, step.InputRejected(err)
 	}
@@ -117,7 +140,7 @@ func parseMC(ctx context.Context, s snapshotter, mc *mcfgv1.MachineConfig) (pars
 	if err := coreUserOnly(cfg); err != nil {
 		return p, step.InputRejected(fmt.Errorf("MachineConfig %q: spec.config.%w", mc.Name, err))
 	}
-	if p.cfg, err = s.config(ctx, cfg, "spec.config.", 0); err != nil {
+	if p.cfg, err = resolve(ctx, mc.Name, cfg); err != nil {
 		return p, err
 	}
 	return p, nil

@@ -1,13 +1,50 @@
-package render
+package mcrender
 
 import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	ign35types "github.com/coreos/ignition/v2/config/v3_5/types"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kiln-dev/kiln/pkg/manifests"
 )
+
+// stageCases are the render stage's golden and bad cases: the
+// MachineConfigs of every shape its tests render, read here as inputs of
+// the engine.
+const stageCases = "../render/testdata"
+
+// caseConfigs reads the MachineConfigs of one case folder as the render
+// stage loads them (pkg/manifests).
+func caseConfigs(dir string) ([]*mcfgv1.MachineConfig, error) {
+	var mcs []*mcfgv1.MachineConfig
+	err := manifests.Walk(dir, func(obj runtime.Object) error {
+		if mc, ok := obj.(*mcfgv1.MachineConfig); ok {
+			mcs = append(mcs, mc)
+		}
+		return nil
+	})
+	return mcs, err
+}
+
+// usesServer reports whether a case refers to the stage's test server
+// ({{URL}}), whose configs are not Ignition until it is filled in.
+func usesServer(t testing.TB, dir string) bool {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		if strings.Contains(string(b), "{{URL}}") {
+			return true
+		}
+	}
+	return false
+}
 
 func mustParse(t testing.TB, raw string) ign35types.Config {
 	t.Helper()
@@ -34,15 +71,16 @@ func sameJSON(t testing.TB, a, b ign35types.Config) bool {
 // fold where the merge is not associative.
 func TestFoldTreeEqualsLinear(t *testing.T) {
 	var sets [][]ign35types.Config
-	cases, _ := os.ReadDir("testdata/golden")
+	cases, _ := os.ReadDir(filepath.Join(stageCases, "golden"))
 	for _, c := range cases {
-		objs, err := LoadDir(filepath.Join("testdata/golden", c.Name()))
+		dir := filepath.Join(stageCases, "golden", c.Name())
+		mcs, err := caseConfigs(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var set []ign35types.Config
-		for _, mc := range objs.Configs {
-			if cfg, err := parseConfig(mc.Spec.Config.Raw); err == nil && len(mc.Spec.Config.Raw) > 0 && !usesServer(t, filepath.Join("testdata/golden", c.Name())) {
+		for _, mc := range mcs {
+			if cfg, err := parseConfig(mc.Spec.Config.Raw); err == nil && len(mc.Spec.Config.Raw) > 0 && !usesServer(t, dir) {
 				set = append(set, cfg)
 			}
 		}
