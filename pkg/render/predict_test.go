@@ -14,7 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/taskresult"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 const kilnImage = "registry.test/kiln/os@sha256:abababababababababababababababababababababababababababababababab"
@@ -58,7 +59,7 @@ func TestPredictionIsRenderWithTheImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := in.Predict(context.Background(), kilnImage)
+	p, err := Predict(context.Background(), in, kilnImage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestPredictSelectsAsMCO(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := in.Predict(context.Background(), kilnImage)
+			p, err := Predict(context.Background(), in, kilnImage)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,21 +156,21 @@ func TestMCOInputsSavedByRenderStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := step.Workspace{Root: t.TempDir()}
-	r := step.NewResults(t.TempDir())
+	ws := work.Workspace{Root: t.TempDir()}
+	r := taskresult.NewResults(t.TempDir())
 	if err := (&Output{Result: res, MCO: in, Results: map[string]string{"RENDERED_NAME": res.Config.Name}}).Write(ws, r); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadMCOInputs(ws)
+	back, err := ws.ReadMCOInputs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1, err1 := in.Predict(context.Background(), kilnImage)
-	p2, err2 := back.Predict(context.Background(), kilnImage)
+	p1, err1 := Predict(context.Background(), in, kilnImage)
+	p2, err2 := Predict(context.Background(), back, kilnImage)
 	if err1 != nil || err2 != nil || p1.Config.Name != p2.Config.Name {
 		t.Errorf("prediction before saving %v (%v), after %v (%v)", p1, err1, p2, err2)
 	}
-	if _, err := os.Stat(filepath.Join(ws.Root, "render", MCOInputsFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(ws.Root, "render", work.MCOInputsFile)); err != nil {
 		t.Error(err)
 	}
 }
@@ -184,7 +185,7 @@ func TestCompareRendered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := in.Predict(context.Background(), kilnImage)
+		p, err := Predict(context.Background(), in, kilnImage)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +195,7 @@ func TestCompareRendered(t *testing.T) {
 		name string
 		// mco turns the prediction into MCO's rendered config.
 		mco        func(t *testing.T, p *Prediction) (*mcfgv1.MachineConfig, []*mcfgv1.MachineConfig)
-		want       Difference
+		want       work.Difference
 		specsEqual bool
 		cause      string
 		onlyMCO    []string
@@ -206,7 +207,7 @@ func TestCompareRendered(t *testing.T) {
 			mc.Name, _ = RenderedName("worker", mc.Spec)
 			return mc, p.Inputs
 		},
-		want:  Difference{Path: "spec.kernelArguments", Kind: "kernel argument order", Kiln: `["quiet","audit=1"]`, MCO: `["audit=1","quiet"]`, SetBy: "50-worker"},
+		want:  work.Difference{Path: "spec.kernelArguments", Kind: "kernel argument order", Kiln: `["quiet","audit=1"]`, MCO: `["audit=1","quiet"]`, SetBy: "50-worker"},
 		cause: "the rendered specs differ: first at spec.kernelArguments (kernel argument order)",
 	}, {
 		name: "a file's contents: path, both values decoded, the input that set it",
@@ -214,7 +215,7 @@ func TestCompareRendered(t *testing.T) {
 			other := predict(t, []*mcfgv1.MachineConfig{base[0], testMC("50-worker", "worker", fileConfig("/etc/b", "mco"), "audit=1")})
 			return other.Config, p.Inputs
 		},
-		want:  Difference{Path: "spec.config.storage.files[/etc/b].contents.source", Kind: "file", Kiln: `"kiln" (data: URL, decoded)`, MCO: `"mco" (data: URL, decoded)`, SetBy: "50-worker"},
+		want:  work.Difference{Path: "spec.config.storage.files[/etc/b].contents.source", Kind: "file", Kiln: `"kiln" (data: URL, decoded)`, MCO: `"mco" (data: URL, decoded)`, SetBy: "50-worker"},
 		cause: "kiln's value is set by MachineConfig 50-worker",
 	}, {
 		name: "a unit from an input only MCO merged",
@@ -223,7 +224,7 @@ func TestCompareRendered(t *testing.T) {
 			other := predict(t, append(slices.Clone(base), extra))
 			return other.Config, other.Inputs
 		},
-		want:    Difference{Path: "spec.config.systemd.units[late.service]", Kind: "unit", Kiln: absent, MCO: `{"enabled":true,"name":"late.service"}`, SetByMCOOnly: []string{"60-late"}},
+		want:    work.Difference{Path: "spec.config.systemd.units[late.service]", Kind: "unit", Kiln: absent, MCO: `{"enabled":true,"name":"late.service"}`, SetByMCOOnly: []string{"60-late"}},
 		cause:   "MCO also merged 60-late, which kiln did not",
 		onlyMCO: []string{"60-late"},
 	}, {

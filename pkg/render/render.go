@@ -8,7 +8,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // Request is everything one render needs. Render never contacts a container
@@ -101,7 +101,7 @@ func render(ctx context.Context, req Request) (*Result, error) {
 // remote sources embedded.
 func parseMC(ctx context.Context, s snapshotter, mc *mcfgv1.MachineConfig) (parsed, error) {
 	if err := validateSpec(mc); err != nil {
-		return parsed{}, step.InputRejected(err)
+		return parsed{}, exitcode.InputRejected(err)
 	}
 	p := parsed{mc: mc, hasConfig: len(mc.Spec.Config.Raw) > 0}
 	if !p.hasConfig {
@@ -109,13 +109,13 @@ func parseMC(ctx context.Context, s snapshotter, mc *mcfgv1.MachineConfig) (pars
 	}
 	cfg, err := parseConfig(mc.Spec.Config.Raw)
 	if err != nil {
-		return p, step.InputRejected(fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err))
+		return p, exitcode.InputRejected(fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err))
 	}
 	if err := validateConfig(cfg); err != nil {
-		return p, step.InputRejected(fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err))
+		return p, exitcode.InputRejected(fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err))
 	}
 	if err := coreUserOnly(cfg); err != nil {
-		return p, step.InputRejected(fmt.Errorf("MachineConfig %q: spec.config.%w", mc.Name, err))
+		return p, exitcode.InputRejected(fmt.Errorf("MachineConfig %q: spec.config.%w", mc.Name, err))
 	}
 	if p.cfg, err = s.config(ctx, cfg, "spec.config.", 0); err != nil {
 		return p, err

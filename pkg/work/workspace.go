@@ -1,4 +1,4 @@
-package step
+package work
 
 import (
 	"encoding/json"
@@ -75,7 +75,7 @@ type KmodImage struct {
 // results is skipped too, and the kmod tasks are skipped for pools without
 // a ModuleDay0.
 func (w Workspace) KmodImage() (KmodImage, bool, error) {
-	for _, f := range []string{"sign.json", "build.json"} {
+	for _, f := range []string{KmodSignFile, KmodBuildFile} {
 		b, err := os.ReadFile(filepath.Join(w.StageDir(StageKmodSign), f))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
