@@ -144,7 +144,7 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 	if err := writeReport(filepath.Join(stageDir, work.BootImageReportFile), rep); err != nil {
 		return err
 	}
-	if err := WriteMetrics(filepath.Join(stageDir, "metrics.prom"), rep, runErr != nil, rep.SkewEnforcement, float64(time.Now().Unix())); err != nil {
+	if err := WriteMetrics(filepath.Join(stageDir, work.BootImageMetricsFile), rep, runErr != nil, rep.SkewEnforcement, float64(time.Now().Unix())); err != nil {
 		return err
 	}
 	res := o.Results()

@@ -76,7 +76,7 @@ func (o *Options) Run(_ context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	for name, b := range map[string][]byte{"summary.md": md.Bytes(), "summary.txt": text.Bytes()} {
+	for name, b := range map[string][]byte{work.SummaryMarkdownFile: md.Bytes(), work.SummaryTextFile: text.Bytes()} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return fmt.Errorf("writing the summary: %w", err)
 		}

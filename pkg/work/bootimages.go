@@ -6,10 +6,12 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 )
 
-// Files of bootimages in bootimages/: its BootImageReport, and in folder
-// mode the folder of the patched MachineSets as GitOps manifests.
+// Files of bootimages in bootimages/: its BootImageReport, its metrics
+// in the Prometheus text format, and in folder mode the folder of the
+// patched MachineSets as GitOps manifests.
 const (
 	BootImageReportFile   = "report.json"
+	BootImageMetricsFile  = "metrics.prom"
 	BootImageManifestsDir = "manifests"
 )
 

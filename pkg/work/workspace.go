@@ -50,6 +50,12 @@ func (w Workspace) StageDir(stage string) string {
 	return filepath.Join(w.Root, stage)
 }
 
+// Files of report in report/: the run's summary as text and as Markdown.
+const (
+	SummaryTextFile     = "summary.txt"
+	SummaryMarkdownFile = "summary.md"
+)
+
 // Ensure creates the folder of a stage and returns it.
 func (w Workspace) Ensure(stage string) (string, error) {
 	if w.Root == "" {
