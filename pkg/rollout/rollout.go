@@ -45,7 +45,7 @@ type Config struct {
 	// DriftGate is enforce, warn or off (drift.go); "" means enforce.
 	DriftGate string
 	// Prediction is the rendered config MCO is expected to make with the
-	// image (work.MCOInputs.Predict); the gate needs it unless off, but
+	// image (render.Predict); the gate needs it unless off, but
 	// only when it has something to compare: a run that writes nothing
 	// (kiln's MachineConfig already names the image) runs without it.
 	Prediction *render.Prediction

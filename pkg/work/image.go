@@ -138,8 +138,9 @@ type SignResult struct {
 }
 
 // ReadPredictionRecord reads image-sign's record of the prediction it
-// attested; ok is false when there is none (image-sign did not run in this
-// workspace).
+// attested (image/prediction.json): rollout checks that its own prediction
+// for the image it rolls out is this one. ok is false when there is none
+// (image-sign did not run in this workspace).
 func (w Workspace) ReadPredictionRecord() (trust.Prediction, bool, error) {
 	var r trust.Prediction
 	b, err := os.ReadFile(w.PredictionPath())
