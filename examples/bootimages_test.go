@@ -17,7 +17,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-dev/kiln/pkg/bootimage"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 )
 
 // snapshot returns every file under dir with its content.
@@ -49,13 +50,13 @@ func TestBootImagesLocalMode(t *testing.T) {
 	work := t.TempDir()
 	results := filepath.Join(work, "results")
 	var out, errb bytes.Buffer
-	args := []string{step.StageBootImages, "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results,
+	args := []string{workspace.StageBootImages, "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results,
 		"--stable-timeout=2s", "--default-arch=x86_64"}
-	if code := cli.Execute(context.Background(), cli.NewSteps(), args, &out, &errb); code != step.ExitOK {
+	if code := cli.Execute(context.Background(), cli.NewSteps(), args, &out, &errb); code != exitcode.ExitOK {
 		t.Fatalf("bootimages: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 
-	var rep bootimage.Report
+	var rep workspace.BootImageReport
 	rb, err := os.ReadFile(filepath.Join(work, "bootimages", "report.json"))
 	if err != nil {
 		t.Fatal(err)

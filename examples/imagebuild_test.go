@@ -14,9 +14,12 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -24,8 +27,8 @@ import (
 func renderInto(t *testing.T, work, pool string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	args := []string{step.StageRender, "--pool=" + pool, "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + filepath.Join(work, "results")}
-	if code := cli.Execute(context.Background(), cli.NewSteps(), args, &out, &errb); code != step.ExitOK {
+	args := []string{workspace.StageRender, "--pool=" + pool, "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + filepath.Join(work, "results")}
+	if code := cli.Execute(context.Background(), cli.NewSteps(), args, &out, &errb); code != exitcode.ExitOK {
 		t.Fatalf("render %s: exit %d\n%s%s", pool, code, out.String(), errb.String())
 	}
 }
@@ -54,7 +57,7 @@ func TestImageBuildFromSample(t *testing.T) {
 		renderInto(t, work, pool)
 		results := filepath.Join(work, "out")
 		o := &osimage.BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: pool},
-			RegistryOptions: step.RegistryOptions{Insecure: []string{e.Registry.Host}},
+			RegistryOptions: registry.RegistryOptions{Insecure: []string{e.Registry.Host}},
 			Base:            refs[0], PayloadBase: refs[0], ExtensionsImage: extensions,
 			Repository: e.Registry.Host + "/kiln/" + pool, Source: osimage.DefaultSource, BuildahBin: "buildah"}
 		var log bytes.Buffer

@@ -15,11 +15,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -32,11 +35,11 @@ func buildAndSignSampleKmods(t *testing.T, e *env.Env, refs []string, dtk, work 
 	ctx := t.Context()
 	results := filepath.Join(work, "results")
 	var out, errb bytes.Buffer
-	args := []string{step.StageRender, "--pool=infra", "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results}
-	if code := cli.Execute(ctx, cli.NewSteps(), args, &out, &errb); code != step.ExitOK {
+	args := []string{workspace.StageRender, "--pool=infra", "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results}
+	if code := cli.Execute(ctx, cli.NewSteps(), args, &out, &errb); code != exitcode.ExitOK {
 		t.Fatalf("render: exit %d\n%s%s", code, out.String(), errb.String())
 	}
-	ws := step.Workspace{Root: work}
+	ws := workspace.Workspace{Root: work}
 	mdPath := ws.ModuleDay0Path()
 	b, err := os.ReadFile(mdPath)
 	if err != nil {
@@ -47,7 +50,7 @@ func buildAndSignSampleKmods(t *testing.T, e *env.Env, refs []string, dtk, work 
 	}
 
 	opts := step.Options{Work: work, ResultsDir: results, Pool: "infra"}
-	reg := step.RegistryOptions{Insecure: []string{e.Registry.Host}}
+	reg := registry.RegistryOptions{Insecure: []string{e.Registry.Host}}
 	var log bytes.Buffer
 	// kmod-build and kmod-sign attest what they push with kiln's cosign
 	// key and reuse only what that key attested.

@@ -19,7 +19,9 @@ import (
 	"github.com/kiln-dev/kiln/examples"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/nodesim"
 )
@@ -59,7 +61,7 @@ func TestInfraBuildahPathWithUserContentOnNode(t *testing.T) {
 	work := t.TempDir()
 	examples.RenderInto(t, work, "infra")
 	img := buildInfraWithContainerfile(t, e, refs, work)
-	mc, err := osimage.ReadRendered(step.Workspace{Root: work}.RenderedPath())
+	mc, err := osimage.ReadRendered(workspace.Workspace{Root: work}.RenderedPath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func buildInfraWithContainerfile(t *testing.T, e *env.Env, refs []string, work s
 	}
 	results := filepath.Join(work, "image-results")
 	o := &osimage.BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "infra"},
-		RegistryOptions: step.RegistryOptions{Insecure: []string{e.Registry.Host}},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{e.Registry.Host}},
 		Base:            refs[0], PayloadBase: refs[0], ExtensionsImage: refs[1], ContainerfilePath: cf,
 		Repository: e.Registry.Host + "/kiln/infra", Source: osimage.DefaultSource, BuildahBin: "buildah"}
 	var log bytes.Buffer

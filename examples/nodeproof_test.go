@@ -13,6 +13,7 @@ import (
 
 	"github.com/kiln-dev/kiln/examples"
 	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/nodesim"
@@ -83,7 +84,7 @@ func buildInfra(t *testing.T, e *env.Env, refs []string, work string) v1.Image {
 	}
 	results := filepath.Join(work, "image-results")
 	o := &osimage.BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "infra"},
-		RegistryOptions: step.RegistryOptions{Insecure: []string{e.Registry.Host}},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{e.Registry.Host}},
 		Base:            refs[0], PayloadBase: refs[0], ExtensionsImage: refs[1],
 		Repository: e.Registry.Host + "/kiln/infra", Source: osimage.DefaultSource, BuildahBin: "buildah"}
 	var log bytes.Buffer

@@ -18,10 +18,11 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"github.com/vincent-petithory/dataurl"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/render"
-	"github.com/kiln-dev/kiln/pkg/step"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 )
 
 // renderPool runs `kiln-steps render --pool pool --source dir:examples/cluster`
@@ -31,8 +32,8 @@ func renderPool(t *testing.T, pool string) (*mcfgv1.MachineConfig, igntypes.Conf
 	work := t.TempDir()
 	results := filepath.Join(work, "results")
 	var out, errb bytes.Buffer
-	args := []string{step.StageRender, "--pool=" + pool, "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results}
-	if code := cli.Execute(context.Background(), cli.NewSteps(), args, &out, &errb); code != step.ExitOK {
+	args := []string{workspace.StageRender, "--pool=" + pool, "--source=dir:" + clusterDir, "--work=" + work, "--results-dir=" + results}
+	if code := cli.Execute(context.Background(), cli.NewSteps(), args, &out, &errb); code != exitcode.ExitOK {
 		t.Fatalf("render %s: exit %d\n%s%s", pool, code, out.String(), errb.String())
 	}
 	b, err := os.ReadFile(filepath.Join(work, "render", "rendered.json"))

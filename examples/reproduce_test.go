@@ -7,10 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/reproduce"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -27,12 +29,12 @@ func TestSampleImagesReproduce(t *testing.T) {
 	certFile, keyFile := env.ModuleSigningPair(t, "kiln examples signer")
 	runSampleFromScratch(t, addr, keys, certFile, keyFile, func(run sampleRun) {
 		ctx := context.WithoutCancel(t.Context())
-		reg := step.RegistryOptions{Insecure: []string{run.host}}
+		reg := registry.RegistryOptions{Insecure: []string{run.host}}
 		for pool, want := range map[string][]string{
 			"worker": {"worker"}, "master": {"master"}, "infra": {"kmod-build", "kmod-sign", "infra"},
 		} {
-			ws := step.Workspace{Root: run.works[pool]}
-			rep, err := osimage.ReadReport(osimage.ReportPath(ws.StageDir(step.StageImageBuild)))
+			ws := work.Workspace{Root: run.works[pool]}
+			rep, err := ws.ReadBuildReport()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +50,7 @@ func TestSampleImagesReproduce(t *testing.T) {
 			o.Image, o.PublicKey, o.RegistryOptions, o.BuildahEnv = rep.Ref, filepath.Join(keys, "cosign.pub"), reg, run.buildah.Env
 			var out, errb bytes.Buffer
 			if err := o.Run(ctx, step.Streams{Out: &out, Err: &errb}); err != nil {
-				t.Fatalf("reproduce %s: exit %d: %v\n%s\n%s", rep.Ref, step.CodeOf(err), err, out.String(), errb.String())
+				t.Fatalf("reproduce %s: exit %d: %v\n%s\n%s", rep.Ref, exitcode.CodeOf(err), err, out.String(), errb.String())
 			}
 			t.Logf("%s:\n%s", pool, out.String())
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")

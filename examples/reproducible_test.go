@@ -21,6 +21,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -68,7 +69,7 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 		t.Fatal(err)
 	}
 	dtk, _ := env.PushDTK(t, host+"/openshift/driver-toolkit:"+ReleaseVersion)
-	reg := step.RegistryOptions{Insecure: []string{host}}
+	reg := registry.RegistryOptions{Insecure: []string{host}}
 	run := sampleRun{host: host, digests: map[string]string{}, extensions: refs[1], buildah: bb, works: map[string]string{}}
 	imageBuild := func(work, pool string) {
 		results := filepath.Join(work, "out")
@@ -94,7 +95,7 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 
 	work := t.TempDir()
 	renderInto(t, work, "infra")
-	ws := step.Workspace{Root: work}
+	ws := workspace.Workspace{Root: work}
 	md, err := os.ReadFile(ws.ModuleDay0Path())
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 	if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())
 	}
-	for stage, file := range map[string]string{"kmod-build": kmod.BuildReportFile, "kmod-sign": "sign.json"} {
+	for stage, file := range map[string]string{"kmod-build": workspace.KmodBuildFile, "kmod-sign": "sign.json"} {
 		run.digests[stage] = readKmodReport(t, ws, file).Digest
 	}
 	imageBuild(work, "infra")
@@ -133,13 +134,13 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 	return run.digests
 }
 
-func readKmodReport(t *testing.T, ws step.Workspace, file string) kmod.KmodReport {
+func readKmodReport(t *testing.T, ws workspace.Workspace, file string) workspace.KmodReport {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(ws.StageDir(step.StageKmodBuild), file))
+	b, err := os.ReadFile(filepath.Join(ws.StageDir(workspace.StageKmodBuild), file))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep kmod.KmodReport
+	var rep workspace.KmodReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -191,10 +192,10 @@ func checkSampleRebuilds(t *testing.T, run sampleRun) {
 	t.Helper()
 	ctx := context.WithoutCancel(t.Context())
 	r := registry.Remote{Insecure: []string{run.host}}
-	ws := step.Workspace{Root: run.infraWork}
+	ws := workspace.Workspace{Root: run.infraWork}
 	bb := osimage.Buildah{Env: run.buildah.Env}
 
-	built := readKmodReport(t, ws, kmod.BuildReportFile)
+	built := readKmodReport(t, ws, workspace.KmodBuildFile)
 	unsigned, err := kmod.RebuildUnsigned(ctx, r, bb, *built.Inputs, t.TempDir(), t.TempDir())
 	if err != nil {
 		t.Fatalf("rebuilding kmod-build's image: %v", err)
@@ -222,7 +223,7 @@ func checkSampleRebuilds(t *testing.T, run sampleRun) {
 		t.Errorf("kmod-sign pushed %s, re-signing gives %s", signed.Digest, resigned.Digest)
 	}
 
-	rep, err := osimage.ReadReport(osimage.ReportPath(ws.StageDir(step.StageImageBuild)))
+	rep, err := ws.ReadBuildReport()
 	if err != nil {
 		t.Fatal(err)
 	}

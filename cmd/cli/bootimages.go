@@ -5,13 +5,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/bootimage"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 func newBootImagesCommand(env lookupEnv) *cobra.Command {
 	o := bootimage.DefaultOptions()
 	return newStage(stage{
-		name:  step.StageBootImages,
+		name:  work.StageBootImages,
 		short: "Update the MachineSets' boot images",
 		long: `Updates the boot image of every opted-in Machine API MachineSet (MachineConfiguration/cluster
 spec.managedBootImages), and of the Cluster API MachineSets selected by --capi-mode, to the

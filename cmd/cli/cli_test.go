@@ -17,7 +17,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/golden"
 )
 
@@ -50,7 +53,7 @@ func TestEveryHelpOnStdoutWithExampleAndExitCodes(t *testing.T) {
 			path := strings.Fields(c.CommandPath())[1:]
 			t.Run(c.CommandPath(), func(t *testing.T) {
 				r := execute(roots()[name](), append(path, "--help")...)
-				if r.code != step.ExitOK || r.err != "" {
+				if r.code != exitcode.ExitOK || r.err != "" {
 					t.Fatalf("exit %d, stderr %q", r.code, r.err)
 				}
 				if c.Name() != "completion" && (c.Example == "" || !strings.Contains(r.out, strings.TrimSpace(c.Example))) {
@@ -59,7 +62,7 @@ func TestEveryHelpOnStdoutWithExampleAndExitCodes(t *testing.T) {
 				if c.Short == "" || c.Long == "" {
 					t.Errorf("Short %q, Long %q: want both", c.Short, c.Long)
 				}
-				for _, ec := range step.ExitCodes {
+				for _, ec := range exitcode.ExitCodes {
 					if !strings.Contains(r.out, ec.Meaning) {
 						t.Errorf("help lacks exit code %d (%s)", ec.Code, ec.Name)
 					}
@@ -101,7 +104,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		t.Run(strings.Join(append([]string{c.root}, c.args...), " "), func(t *testing.T) {
 			r := execute(roots()[c.root](), c.args...)
 			lines := strings.Split(strings.TrimSuffix(r.err, "\n"), "\n")
-			if r.code != step.ExitUsage || r.out != "" {
+			if r.code != exitcode.ExitUsage || r.out != "" {
 				t.Fatalf("exit %d, stdout %q, stderr %q; want 2 and nothing on stdout", r.code, r.out, r.err)
 			}
 			if len(lines) != 2 || !strings.HasPrefix(lines[0], c.prefix) || !strings.Contains(lines[0], c.wantInLine) || !strings.Contains(lines[1], "--help") {
@@ -114,7 +117,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 // Every missing required flag is named in one error.
 func TestMissingRequiredFlagsAllNamed(t *testing.T) {
 	r := execute(newSteps(noEnv), "image-build", "--work", t.TempDir())
-	if r.code != step.ExitUsage {
+	if r.code != exitcode.ExitUsage {
 		t.Fatalf("exit %d: %s", r.code, r.err)
 	}
 	first := strings.SplitN(r.err, "\n", 2)[0]
@@ -143,11 +146,11 @@ func TestEnvDefaults(t *testing.T) {
 	}
 	// Used: the pool from the environment is the one validated.
 	r := execute(newSteps(lookup), "render", "--source", "dir:"+t.TempDir())
-	if r.code != step.ExitUsage || !strings.Contains(r.err, `--pool "a/b"`) {
+	if r.code != exitcode.ExitUsage || !strings.Contains(r.err, `--pool "a/b"`) {
 		t.Errorf("render with $KILN_POOL=a/b: exit %d %q", r.code, r.err)
 	}
 
-	var o step.RegistryOptions
+	var o registry.RegistryOptions
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
 	bindRegistry(fs, lookup, &o)
 	if err := fs.Parse(nil); err != nil {
@@ -214,7 +217,7 @@ func TestDigestCheckedBeforeNetwork(t *testing.T) {
 		append([]string{"rollout", "--image", tag, "--kubeconfig", filepath.Join(t.TempDir(), "none")}, common...),
 	} {
 		r := execute(newSteps(noEnv), args...)
-		if r.code != step.ExitUsage || !strings.Contains(r.err, `--image "`+tag+`": want repository@sha256:<64 hex>`) || strings.Contains(r.err, "kubeconfig") {
+		if r.code != exitcode.ExitUsage || !strings.Contains(r.err, `--image "`+tag+`": want repository@sha256:<64 hex>`) || strings.Contains(r.err, "kubeconfig") {
 			t.Errorf("%s with a tag: exit %d %q", args[0], r.code, r.err)
 		}
 	}
@@ -247,7 +250,7 @@ func TestDocsCLICurrent(t *testing.T) {
 func TestDocsIndexAndPages(t *testing.T) {
 	pages := Docs()
 	idx := pages[IndexFile]
-	if !strings.Contains(idx, step.ExitCodesMarkdown()) {
+	if !strings.Contains(idx, exitcode.ExitCodesMarkdown()) {
 		t.Error("the index lacks the exit-code table")
 	}
 	for _, want := range []string{"kiln-steps.md", "kiln-steps_render.md", "kiln-steps_rollout.md", "kiln-steps_verify.md"} {
@@ -316,8 +319,8 @@ func TestInputRejectedExitCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := execute(newSteps(noEnv), "render", "--pool", "worker", "--source", "dir:"+src, "--work", t.TempDir(), "--results-dir", t.TempDir())
-	if r.code != step.ExitInputRejected || !strings.Contains(r.err, "pool.yaml") || !strings.Contains(r.err, "bogusField") {
-		t.Errorf("exit %d, stderr %q; want %d naming pool.yaml and bogusField", r.code, r.err, step.ExitInputRejected)
+	if r.code != exitcode.ExitInputRejected || !strings.Contains(r.err, "pool.yaml") || !strings.Contains(r.err, "bogusField") {
+		t.Errorf("exit %d, stderr %q; want %d naming pool.yaml and bogusField", r.code, r.err, exitcode.ExitInputRejected)
 	}
 }
 
@@ -341,7 +344,7 @@ func TestFlagsCheckedBeforeCluster(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := execute(newSteps(noEnv), append(c.args, common...)...)
-		if r.code != step.ExitUsage || strings.Contains(r.err, none) {
+		if r.code != exitcode.ExitUsage || strings.Contains(r.err, none) {
 			t.Errorf("%s: exit %d %q, want a usage error before the cluster", c.args[0], r.code, r.err)
 		}
 		for _, w := range c.want {
@@ -351,7 +354,7 @@ func TestFlagsCheckedBeforeCluster(t *testing.T) {
 		}
 	}
 	r := execute(newTrigger(noEnv), "--kubeconfig", none, "--settle", "10s", "--max-settle", "1s")
-	if r.code != step.ExitUsage || !strings.Contains(r.err, "--max-settle") {
+	if r.code != exitcode.ExitUsage || !strings.Contains(r.err, "--max-settle") {
 		t.Errorf("trigger: exit %d %q", r.code, r.err)
 	}
 }
@@ -367,16 +370,16 @@ func TestFailedStageRecordsItsCauseAndSuccessClearsIt(t *testing.T) {
 	}
 	args := []string{"render", "--pool", "worker", "--work", work, "--results-dir", t.TempDir()}
 	r := execute(newSteps(noEnv), append(args, "--source", "dir:"+src)...)
-	ws := step.Workspace{Root: work}
-	cause := ws.ReadCause(step.StageRender)
-	if r.code == step.ExitOK || cause == "" || !strings.Contains(r.err, cause) || !strings.Contains(cause, "bogusField") {
+	ws := workspace.Workspace{Root: work}
+	cause := ws.ReadCause(workspace.StageRender)
+	if r.code == exitcode.ExitOK || cause == "" || !strings.Contains(r.err, cause) || !strings.Contains(cause, "bogusField") {
 		t.Fatalf("exit %d, stderr %q, cause file %q: want the cause recorded, as printed", r.code, r.err, cause)
 	}
 	r = execute(newSteps(noEnv), append(args, "--source", "dir:../../examples/cluster")...)
-	if r.code != step.ExitOK {
+	if r.code != exitcode.ExitOK {
 		t.Fatalf("render of the sample: exit %d %s", r.code, r.err)
 	}
-	if _, err := os.Stat(ws.CausePath(step.StageRender)); !os.IsNotExist(err) {
+	if _, err := os.Stat(ws.CausePath(workspace.StageRender)); !os.IsNotExist(err) {
 		t.Errorf("the failed attempt's cause is still there after a success: %v", err)
 	}
 }

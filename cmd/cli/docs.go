@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/safepath"
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // DocsDir is where the command reference lives, relative to the
@@ -79,7 +79,7 @@ func index(cmds []*cobra.Command) string {
 		fmt.Fprintf(&b, "| [`%s`](%s) | %s |\n", c.CommandPath(), pageName(c), c.Short)
 	}
 	b.WriteString("\n## Exit codes\n\nThe same in both binaries, and printed by every `--help`:\n\n")
-	b.WriteString(step.ExitCodesMarkdown())
+	b.WriteString(exitcode.ExitCodesMarkdown())
 	return b.String()
 }
 

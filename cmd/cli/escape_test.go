@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -41,17 +42,17 @@ func TestHostileRegistryMessageReachesNoOutputRaw(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	img := host + "/kiln/os@sha256:" + strings.Repeat("0", 64)
 	work := t.TempDir()
-	ws := step.Workspace{Root: work}
+	ws := workspace.Workspace{Root: work}
 	escaped := `denied \x1b[2J\x1b[31mFAKE-SUCCESS\x1b]0;owned\a`
 
 	var out, errs bytes.Buffer
-	code := Execute(context.Background(), NewSteps(), []string{step.StageRollout, "--work=" + work, "--pool=worker",
+	code := Execute(context.Background(), NewSteps(), []string{workspace.StageRollout, "--work=" + work, "--pool=worker",
 		"--results-dir=" + t.TempDir(), "--insecure-registry=" + host, "--image=" + img, "--source=dir:" + t.TempDir(),
 		"--public-key=" + filepath.Join(env.CosignKeys(t), "cosign.pub")}, &out, &errs)
-	if code == step.ExitOK {
+	if code == exitcode.ExitOK {
 		t.Fatalf("rollout against a denying registry: exit 0")
 	}
-	cause, err := os.ReadFile(ws.CausePath(step.StageRollout))
+	cause, err := os.ReadFile(ws.CausePath(workspace.StageRollout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestHostileRegistryMessageReachesNoOutputRaw(t *testing.T) {
 	errs.Reset()
 	code = Execute(context.Background(), NewSteps(), []string{"report", "--work=" + work, "--pool=worker", "--results-dir=" + results,
 		"--aggregate=Failed", "--trigger=manual\x1b]0;owned\a", "--changes=edited \u202eevil\u202c\n12:00:00 [rollout] rolled out", "rollout=Failed"}, &out, &errs)
-	if code != step.ExitOK {
+	if code != exitcode.ExitOK {
 		t.Fatalf("report: exit %d: %s", code, errs.String())
 	}
 	failure, err := os.ReadFile(filepath.Join(results, "FAILURE"))

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -62,7 +63,7 @@ func bindOptions(fs *pflag.FlagSet, env lookupEnv, o *step.Options, withPool boo
 }
 
 // bindRegistry binds how registries are reached.
-func bindRegistry(fs *pflag.FlagSet, env lookupEnv, o *step.RegistryOptions) {
+func bindRegistry(fs *pflag.FlagSet, env lookupEnv, o *registry.RegistryOptions) {
 	stringVar(fs, env, &o.AuthFile, "registry-auth-file", EnvRegistryAuthFile, "registry credentials (docker config.json or containers auth.json); empty means the default keychain")
 	sliceVar(fs, env, &o.Insecure, "insecure-registry", EnvInsecureRegistry, "registry host[:port] reached over plain HTTP (repeatable)")
 	stringVar(fs, env, &o.ConfigDir, "registries-config", EnvRegistriesConfig, "registries folder: registries.conf (mirrors, insecure and blocked registries) and certs.d/<host>/ca.crt; empty means none")

@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // A renamed flag's old name still sets the new flag for one release,
@@ -47,7 +47,7 @@ func TestDeprecatedFlagNamesStillWork(t *testing.T) {
 		t.Run(strings.Join(append([]string{c.root}, c.args...), " "), func(t *testing.T) {
 			root := roots()[c.root]()
 			r := execute(root, c.args...)
-			if r.code != step.ExitUsage || r.out != "" {
+			if r.code != exitcode.ExitUsage || r.out != "" {
 				t.Fatalf("exit %d, stdout %q: want the validation error (2) and nothing on stdout", r.code, r.out)
 			}
 			if !strings.Contains(r.err, c.warning) {
@@ -82,7 +82,7 @@ func TestFormatGivenToOldFolderFlagIsRefused(t *testing.T) {
 		{StepsName, []string{"bootimages", "--source", "dir:" + t.TempDir(), "--work", t.TempDir(), "--results-dir", t.TempDir(), "--output", "json"}},
 	} {
 		r := execute(roots()[c.root](), c.args...)
-		if r.code != step.ExitUsage || !strings.Contains(r.err, "names a folder (it is now --output-dir)") {
+		if r.code != exitcode.ExitUsage || !strings.Contains(r.err, "names a folder (it is now --output-dir)") {
 			t.Errorf("%s %v: exit %d %q, want 2 saying --output is now --output-dir", c.root, c.args, r.code, r.err)
 		}
 	}
@@ -102,7 +102,7 @@ func TestReproduceOldOutputIsTheReportFile(t *testing.T) {
 	// No identity to verify with: a usage error from Run, past
 	// validation, before any registry is asked.
 	r := execute(root, "reproduce", ref, "--public-key", t.TempDir()+"/none.pub", "--output", file)
-	if r.code != step.ExitUsage || !strings.Contains(r.err, "no signing identity") {
+	if r.code != exitcode.ExitUsage || !strings.Contains(r.err, "no signing identity") {
 		t.Fatalf("exit %d %q, want 2 for no identity (past validation)", r.code, r.err)
 	}
 	if !strings.Contains(r.err, "--output FILE is deprecated, use --report-file "+file) {
@@ -114,11 +114,11 @@ func TestReproduceOldOutputIsTheReportFile(t *testing.T) {
 	}
 
 	r = execute(newSteps(noEnv), "reproduce", ref, "--output", "a.json", "--report-file", "b.json")
-	if r.code != step.ExitUsage || !strings.Contains(r.err, `--output "a.json": not a format`) {
+	if r.code != exitcode.ExitUsage || !strings.Contains(r.err, `--output "a.json": not a format`) {
 		t.Errorf("--output FILE with --report-file: exit %d %q, want 2", r.code, r.err)
 	}
 	r = execute(newSteps(noEnv), "reproduce", ref, "--public-key", t.TempDir()+"/none.pub", "-o", "json")
-	if r.code != step.ExitUsage || !strings.Contains(r.err, "no signing identity") || strings.Contains(r.err, "deprecated") {
+	if r.code != exitcode.ExitUsage || !strings.Contains(r.err, "no signing identity") || strings.Contains(r.err, "deprecated") {
 		t.Errorf("-o json: exit %d %q, want 2 for no identity (past validation) and no warning", r.code, r.err)
 	}
 }
@@ -135,7 +135,7 @@ func TestBadFormatIsUsageError(t *testing.T) {
 		{[]string{"reproduce", "--output="}, ""},
 	} {
 		r := execute(newSteps(noEnv), c.args...)
-		if r.code != step.ExitUsage || !strings.Contains(r.err, `--output "`+c.value+`": want text or json`) {
+		if r.code != exitcode.ExitUsage || !strings.Contains(r.err, `--output "`+c.value+`": want text or json`) {
 			t.Errorf("%v: exit %d %q, want 2 naming --output", c.args, r.code, r.err)
 		}
 	}
@@ -207,12 +207,12 @@ func TestReportJSON(t *testing.T) {
 func TestStepWithoutFoldersExits2NamingThem(t *testing.T) {
 	t.Chdir(t.TempDir())
 	r := execute(newSteps(noEnv), "render", "--pool", "worker", "--source", "dir:../../examples/cluster")
-	if r.code != step.ExitUsage || !strings.Contains(r.err, "--work is required") || !strings.Contains(r.err, "--results-dir is required") {
+	if r.code != exitcode.ExitUsage || !strings.Contains(r.err, "--work is required") || !strings.Contains(r.err, "--results-dir is required") {
 		t.Errorf("exit %d %q, want 2 naming --work and --results-dir", r.code, r.err)
 	}
 	for _, args := range [][]string{{"bootimages"}, {"report", "--pool", "worker"}, {"kmod-attest", "--pool", "worker"}} {
 		r := execute(newSteps(noEnv), args...)
-		if r.code != step.ExitUsage || !strings.Contains(r.err, "--work is required") || !strings.Contains(r.err, "--results-dir is required") {
+		if r.code != exitcode.ExitUsage || !strings.Contains(r.err, "--work is required") || !strings.Contains(r.err, "--results-dir is required") {
 			t.Errorf("%s: exit %d %q, want 2 naming --work and --results-dir", args[0], r.code, r.err)
 		}
 	}
@@ -324,7 +324,7 @@ contexts: [{name: a, context: {cluster: a}}]
 		{func() *cobra.Command { return newTrigger(noEnv) }, nil},
 	} {
 		r := execute(c.newRoot(), append(c.args, "--kubeconfig", kubeconfig, "--context", "elsewhere")...)
-		if r.code != step.ExitFailure || !strings.Contains(r.err, `context "elsewhere"`) {
+		if r.code != exitcode.ExitFailure || !strings.Contains(r.err, `context "elsewhere"`) {
 			t.Errorf("%v: exit %d %q, want 1 naming the context", c.args, r.code, r.err)
 		}
 	}

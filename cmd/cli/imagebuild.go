@@ -5,13 +5,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/osimage"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 func newImageBuildCommand(env lookupEnv) *cobra.Command {
 	o := osimage.DefaultBuildOptions()
 	return newStage(stage{
-		name:  step.StageImageBuild,
+		name:  work.StageImageBuild,
 		short: "Build the layered OS image on the base image",
 		long: `Builds the pool's layered OS image: the rendered config's files, units and enablement links become
 one reproducible layer appended to --base (base blobs are mounted, and read once by the node

@@ -5,13 +5,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 func newKmodBuildCommand(env lookupEnv) *cobra.Command {
 	o := kmod.DefaultBuildOptions()
 	return newStage(stage{
-		name:  step.StageKmodBuild,
+		name:  work.StageKmodBuild,
 		short: "Build the day-0 kernel-module image (ModuleDay0 build)",
 		long: `Builds the pool's day-0 kernel-module image (KMM ModuleDay0, the day-0 proposal): the Dockerfile of
 spec.osMapping.build runs as a buildah build with OS_AUTO, DTK_AUTO, KERNEL_VERSION,
@@ -46,7 +46,7 @@ func newKmodAttestCommand(env lookupEnv) *cobra.Command {
 	o := kmod.DefaultAttestOptions()
 	return newStage(stage{
 		name:  "kmod-attest",
-		cause: step.StageKmodBuild,
+		cause: work.StageKmodBuild,
 		short: "Sign and attest the kmod image kmod-build pushed",
 		long: `Signs the kernel-module image kmod-build pushed and attests its build inputs (the Dockerfile,
 build arguments, OS and driver-toolkit digests, kernel and secret names) with kiln's cosign key
@@ -71,7 +71,7 @@ Writes:  with --source cluster, the ModuleDay0's status`,
 func newKmodSignCommand(env lookupEnv) *cobra.Command {
 	o := kmod.DefaultSignOptions()
 	return newStage(stage{
-		name:  step.StageKmodSign,
+		name:  work.StageKmodSign,
 		short: "Sign the kernel modules in the kmod image (ModuleDay0 sign)",
 		long: `Signs the day-0 kernel modules (KMM ModuleDay0 sign) in kmod-build's image, or in
 spec.osMapping.sign.unsignedImage when kmod-build did not run, with the module signing key and

@@ -10,7 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 )
 
 // TestUnreadableRegistriesFolderFailsFirst runs every stage that reaches a
@@ -31,12 +32,12 @@ func TestUnreadableRegistriesFolderFailsFirst(t *testing.T) {
 		stage string
 		args  []string
 	}{
-		{step.StageImageBuild, []string{"--base=" + img, "--repository=" + host + "/kiln/os"}},
-		{step.StageImageSign, []string{"--image=" + img}},
-		{step.StageVerify, []string{"--image=" + img}},
-		{step.StageKmodBuild, []string{"--os-image=" + img, "--dtk-image=" + img}},
-		{step.StageKmodSign, nil},
-		{step.StageRollout, []string{"--image=" + img, "--source=dir:" + t.TempDir()}},
+		{workspace.StageImageBuild, []string{"--base=" + img, "--repository=" + host + "/kiln/os"}},
+		{workspace.StageImageSign, []string{"--image=" + img}},
+		{workspace.StageVerify, []string{"--image=" + img}},
+		{workspace.StageKmodBuild, []string{"--os-image=" + img, "--dtk-image=" + img}},
+		{workspace.StageKmodSign, nil},
+		{workspace.StageRollout, []string{"--image=" + img, "--source=dir:" + t.TempDir()}},
 	}
 	for _, c := range cases {
 		t.Run(c.stage, func(t *testing.T) {
@@ -45,7 +46,7 @@ func TestUnreadableRegistriesFolderFailsFirst(t *testing.T) {
 				"--insecure-registry=" + host, "--registries-config=" + missing}, c.args...)
 			var out, errs bytes.Buffer
 			code := Execute(context.Background(), NewSteps(), args, &out, &errs)
-			if code == step.ExitOK {
+			if code == exitcode.ExitOK {
 				t.Fatalf("exit %d with a missing registries folder; stderr: %s", code, errs.String())
 			}
 			if msg := errs.String(); !strings.Contains(msg, "--registries-config") || !strings.Contains(msg, missing) {

@@ -5,13 +5,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/render"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 func newRenderCommand(env lookupEnv) *cobra.Command {
 	o := render.DefaultStepOptions()
 	return newStage(stage{
-		name:  step.StageRender,
+		name:  work.StageRender,
 		short: "Render the pool's MachineConfigs as MCO does",
 		long: `Renders a MachineConfigPool's MachineConfigs into one MachineConfig exactly as the Machine Config
 Operator does (selection, worker-first order, Ignition merge, MCO's rendered name), with every remote

@@ -6,13 +6,14 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/report"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 func newReportCommand(env lookupEnv) *cobra.Command {
 	o := report.DefaultOptions()
 	format := step.FormatText
 	return newStage(stage{
-		name:  step.StageReport,
+		name:  work.StageReport,
 		short: "Summarise the run: one row per stage, the failed stage's cause",
 		long: `The finally task of a kiln run: reads what every stage left in the work workspace and the status
 Tekton gives each task (--status, or stage=status arguments: the Task passes its statuses array as

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // reproduce takes its one image as the argument or as --image; anything
@@ -27,12 +27,12 @@ func TestReproduceArguments(t *testing.T) {
 			args := append([]string{"reproduce", "--public-key", t.TempDir() + "/none.pub"}, c.args...)
 			r := execute(newSteps(noEnv), args...)
 			if c.want == "" {
-				if r.code != step.ExitUsage || !strings.Contains(r.err, "no signing identity") {
+				if r.code != exitcode.ExitUsage || !strings.Contains(r.err, "no signing identity") {
 					t.Errorf("exit %d %q, want 2: no identity to verify with", r.code, r.err)
 				}
 				return
 			}
-			if r.code != step.ExitUsage || !strings.Contains(r.err, c.want) {
+			if r.code != exitcode.ExitUsage || !strings.Contains(r.err, c.want) {
 				t.Errorf("exit %d %q, want 2 naming %q", r.code, r.err, c.want)
 			}
 		})

@@ -5,13 +5,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/rollout"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 func newRolloutCommand(env lookupEnv) *cobra.Command {
 	o := rollout.DefaultStepOptions()
 	return newStage(stage{
-		name:  step.StageRollout,
+		name:  work.StageRollout,
 		short: "Roll the image out to the pool through MCO",
 		long: `Rolls a verified image out to one MachineConfigPool through MCO's own API. --image is checked
 (a digest reference) before anything is asked, then against the signature policy as CRI-O will

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
@@ -73,7 +73,7 @@ func setupRoot(root *cobra.Command) {
 	root.AddCommand(newVersionCommand())
 	warningsToStderr(root)
 	root.SetHelpCommand(newHelpCommand())
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &step.UsageError{Err: err} })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitcode.UsageError{Err: err} })
 	root.SetUsageTemplate(root.UsageTemplate() + exitCodesHelp())
 	// cobra adds help and completion when it executes, after Execute set
 	// the output streams (completion captures them when it is added).
@@ -95,7 +95,7 @@ func walk(c *cobra.Command, fn func(*cobra.Command)) {
 func exitCodesHelp() string {
 	var b bytes.Buffer
 	b.WriteString("\nExit codes:\n")
-	step.WriteExitCodes(&b)
+	exitcode.WriteExitCodes(&b)
 	return b.String()
 }
 
@@ -103,11 +103,11 @@ func exitCodesHelp() string {
 func usageArgs(f cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := f(cmd, args); err != nil {
-			var u *step.UsageError
+			var u *exitcode.UsageError
 			if errors.As(err, &u) {
 				return err
 			}
-			return &step.UsageError{Err: err}
+			return &exitcode.UsageError{Err: err}
 		}
 		return nil
 	}
@@ -130,21 +130,21 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, out, errw 
 	checkCompletionShells(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return step.ExitOK
+		return exitcode.ExitOK
 	}
-	code := step.CodeOf(err)
+	code := exitcode.CodeOf(err)
 	var ran *ranError
 	if !errors.As(err, &ran) {
 		// cobra's own errors (unknown command, flag or argument) are
 		// usage errors whatever their type.
-		code = step.ExitUsage
+		code = exitcode.ExitUsage
 	}
 	if cmd == nil || cmd == helpCommandOf(root) {
 		// An unknown help topic is the root's usage error.
 		cmd = root
 	}
 	printError(errw, cmd.CommandPath(), err)
-	if code == step.ExitUsage {
+	if code == exitcode.ExitUsage {
 		fmt.Fprintf(errw, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return code

@@ -6,7 +6,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/signing"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 func newImageSignCommand(env lookupEnv) *cobra.Command {
@@ -15,7 +15,7 @@ func newImageSignCommand(env lookupEnv) *cobra.Command {
 	// which imports signing): the drift gate's prediction is wired here.
 	o.Predict = mcrender.PredictFromWorkspace
 	return newStage(stage{
-		name:  step.StageImageSign,
+		name:  work.StageImageSign,
 		short: "Sign the image and attach SLSA provenance with cosign",
 		long: `Signs the layered OS image with cosign (--key, a mounted Secret; or --keyless with Fulcio and
 Rekor) and attaches an in-toto SLSA v1 provenance attestation of its inputs (rendered config hash,

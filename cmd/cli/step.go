@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // stage describes one kiln-steps subcommand.
@@ -131,17 +133,17 @@ func asUsage(err error) error {
 	if err == nil {
 		return nil
 	}
-	if step.CodeOf(err) == step.ExitUsage {
+	if exitcode.CodeOf(err) == exitcode.ExitUsage {
 		return err
 	}
-	return &step.UsageError{Err: err}
+	return &exitcode.UsageError{Err: err}
 }
 
 // workspaceOf is the work workspace of a stage's options; the zero
 // Workspace (nowhere to write) for commands without one.
-func workspaceOf(r any) step.Workspace {
-	if w, ok := r.(interface{ Workspace() step.Workspace }); ok {
+func workspaceOf(r any) work.Workspace {
+	if w, ok := r.(interface{ Workspace() work.Workspace }); ok {
 		return w.Workspace()
 	}
-	return step.Workspace{}
+	return work.Workspace{}
 }

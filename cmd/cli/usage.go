@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
@@ -43,7 +43,7 @@ func newHelpCommand() *cobra.Command {
 				if s := root.SuggestionsFor(args[len(args)-1]); len(s) > 0 {
 					msg += suggestionsHeader + "\t" + strings.Join(s, "\n\t") + "\n"
 				}
-				return &step.UsageError{Err: fmt.Errorf("%s", msg)}
+				return &exitcode.UsageError{Err: fmt.Errorf("%s", msg)}
 			}
 			cmd.InitDefaultHelpFlag()
 			cmd.InitDefaultVersionFlag()
@@ -80,7 +80,7 @@ func checkCompletionShells(root *cobra.Command) {
 		slices.Sort(shells)
 		c.Args = func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return &step.UsageError{Err: fmt.Errorf("unknown shell %q for %q: want one of %s", args[0], c.CommandPath(), strings.Join(shells, ", "))}
+				return &exitcode.UsageError{Err: fmt.Errorf("unknown shell %q for %q: want one of %s", args[0], c.CommandPath(), strings.Join(shells, ", "))}
 			}
 			return nil
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // An unknown completion shell, an unknown help topic and an unknown
@@ -32,7 +32,7 @@ Run 'kiln-trigger completion --help' for usage.
 	for _, c := range cases {
 		t.Run(strings.Join(append([]string{c.root}, c.args...), " "), func(t *testing.T) {
 			r := execute(roots()[c.root](), c.args...)
-			if r.code != step.ExitUsage || r.out != "" {
+			if r.code != exitcode.ExitUsage || r.out != "" {
 				t.Errorf("exit %d, stdout %q; want 2 and nothing on stdout", r.code, r.out)
 			}
 			if d := cmp.Diff(c.want, r.err); d != "" {
@@ -50,7 +50,7 @@ Run 'kiln-trigger completion --help' for usage.
 func TestKnownHelpTopicsAndShellsExit0(t *testing.T) {
 	for _, args := range [][]string{{"help"}, {"help", "render"}, {"help", "version"}, {"completion"}, {"completion", "zsh"}} {
 		r := execute(newSteps(noEnv), args...)
-		if r.code != step.ExitOK || r.err != "" || r.out == "" {
+		if r.code != exitcode.ExitOK || r.err != "" || r.out == "" {
 			t.Errorf("%v: exit %d, stderr %q, %d bytes on stdout; want 0 and output", args, r.code, r.err, len(r.out))
 		}
 	}

@@ -6,13 +6,14 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 func newVerifyCommand(env lookupEnv) *cobra.Command {
 	o := signing.DefaultVerifyOptions()
 	format := step.FormatText
 	return newStage(stage{
-		name:  step.StageVerify,
+		name:  work.StageVerify,
 		short: "Verify the image against a containers policy.json",
 		long: `Checks the image the way CRI-O does on the node: a containers/image policy.json with a
 sigstoreSigned requirement for the repository and --public-key, signatures found through sigstore

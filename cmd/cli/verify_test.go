@@ -15,9 +15,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -51,8 +51,8 @@ func TestVerifyJSON(t *testing.T) {
 		code  int
 		want  signing.VerifyResult
 	}{
-		{signed, step.ExitOK, signing.VerifyResult{Image: signed, Verified: true}},
-		{unsigned, step.ExitRefused, signing.VerifyResult{Image: unsigned, Verified: false}},
+		{signed, exitcode.ExitOK, signing.VerifyResult{Image: signed, Verified: true}},
+		{unsigned, exitcode.ExitRefused, signing.VerifyResult{Image: unsigned, Verified: false}},
 	} {
 		work := t.TempDir()
 		r := execute(newSteps(noEnv), "verify", "-o", "json", "--pool", "worker", "--work", work, "--results-dir", t.TempDir(),

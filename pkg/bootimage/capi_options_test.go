@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // TestStepLocalModeCAPI: in local mode a stale AWSMachineTemplate is cloned
@@ -111,7 +111,7 @@ func TestCAPIFlags(t *testing.T) {
 			o.Work, o.Source, o.CAPIMode, o.CAPISelector = t.TempDir(), "dir:"+t.TempDir(), c.mode, c.selector
 		})
 		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != step.ExitUsage || !strings.Contains(ee.msg, "--capi-") {
+		if !errors.As(err, &ee) || ee.code != exitcode.ExitUsage || !strings.Contains(ee.msg, "--capi-") {
 			t.Errorf("%+v: %v, want a usage error naming the flag", c, err)
 		}
 	}

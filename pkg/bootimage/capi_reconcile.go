@@ -14,19 +14,11 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
-// CAPIReport is the Cluster API part of a pass.
-type CAPIReport struct {
-	Enrolled int       `json:"enrolled"`
-	Patched  []Outcome `json:"patched"`
-	UpToDate []string  `json:"upToDate"`
-	Skipped  []Outcome `json:"skipped"`
-	Errors   []Outcome `json:"errors"`
-	// TemplatesCreated and TemplatesDeleted name templates ("Kind ns/name").
-	TemplatesCreated []string `json:"templatesCreated"`
-	TemplatesDeleted []string `json:"templatesDeleted"`
-}
+// CAPIReport is the Cluster API part of a pass, part of Report.
+type CAPIReport = work.CAPIReport
 
 // clusterAPI reconciles the enrolled Cluster API MachineSets, then deletes
 // the templates it replaced that nothing refers to any more. Per-MachineSet

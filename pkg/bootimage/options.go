@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Result names (docs/architecture.md lists every stage's results).
@@ -87,7 +89,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--vsphere-templates %q: want namespace/name", o.VSphereTemplates))
 		}
 	}
-	return step.ValidationErrors(errs...)
+	return exitcode.ValidationErrors(errs...)
 }
 
 // optIn is --default-opt-in: nil for the platform's default.
@@ -119,7 +121,7 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	stageDir, err := o.Workspace().Ensure(step.StageBootImages)
+	stageDir, err := o.Workspace().Ensure(work.StageBootImages)
 	if err != nil {
 		return err
 	}
@@ -127,7 +129,7 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	progress := step.NewProgress(s.Out, step.StageBootImages)
+	progress := step.NewProgress(s.Out, work.StageBootImages)
 	// controller-runtime's client logs the apiserver's warnings; show them
 	// as progress lines instead of losing them.
 	ctrllog.SetLogger(funcr.New(func(_, args string) { progress.Printf("apiserver: %s", args) }, funcr.Options{}))
@@ -139,10 +141,10 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 		}
 	}
 	rep, runErr := r.Run(ctx)
-	if err := writeReport(filepath.Join(stageDir, "report.json"), rep); err != nil {
+	if err := writeReport(filepath.Join(stageDir, work.BootImageReportFile), rep); err != nil {
 		return err
 	}
-	if err := WriteMetrics(filepath.Join(stageDir, "metrics.prom"), rep, runErr != nil, rep.SkewEnforcement, float64(time.Now().Unix())); err != nil {
+	if err := WriteMetrics(filepath.Join(stageDir, work.BootImageMetricsFile), rep, runErr != nil, rep.SkewEnforcement, float64(time.Now().Unix())); err != nil {
 		return err
 	}
 	res := o.Results()
@@ -185,7 +187,7 @@ func (o *Options) cluster(dir, stageDir string) (Cluster, error) {
 	if dir != "" {
 		out := o.Output
 		if out == "" {
-			out = filepath.Join(stageDir, "manifests")
+			out = filepath.Join(stageDir, work.BootImageManifestsDir)
 		}
 		return LoadDir(dir, out)
 	}

@@ -22,6 +22,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -38,7 +39,7 @@ func runStep(t *testing.T, set func(o *Options)) (string, error) {
 		err = o.Run(context.Background(), step.Streams{Out: &out, Err: &errb})
 	}
 	if err != nil {
-		return out.String(), &exitError{code: step.CodeOf(err), msg: errb.String() + err.Error()}
+		return out.String(), &exitError{code: exitcode.CodeOf(err), msg: errb.String() + err.Error()}
 	}
 	return out.String(), nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // The reconciler's lines become one progress line each, and a control
@@ -12,7 +13,7 @@ import (
 // cluster) is escaped rather than printed.
 func TestProgressWriterPrintsOneEscapedLinePerLine(t *testing.T) {
 	var b strings.Builder
-	w := progressWriter{step.NewProgress(&b, step.StageBootImages)}
+	w := progressWriter{step.NewProgress(&b, work.StageBootImages)}
 	if _, err := w.Write([]byte("patched ms-a\nskipped ms-\x1b[2Jb: owned\n")); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/jsonmergepatch"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Reconciler runs one pass of the boot image controller over a Cluster.
@@ -49,51 +51,13 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
-// Outcome is what happened to one MachineSet.
-type Outcome struct {
-	Name   string `json:"name"`
-	Reason string `json:"reason,omitempty"`
-	From   string `json:"from,omitempty"`
-	To     string `json:"to,omitempty"`
-	// Template is the clone a Cluster API MachineSet now refers to.
-	Template string `json:"template,omitempty"`
-}
-
-// Report is the result of one pass.
-type Report struct {
-	Platform       string    `json:"platform"`
-	ReleaseVersion string    `json:"releaseVersion,omitempty"`
-	Enrolled       int       `json:"enrolled"`
-	Patched        []Outcome `json:"patched"`
-	UpToDate       []string  `json:"upToDate"`
-	Skipped        []Outcome `json:"skipped"`
-	Errors         []Outcome `json:"errors"`
-	StubsUpgraded  []string  `json:"stubsUpgraded"`
-	// SkewEnforcement is the cluster's skew enforcement mode, if known.
-	SkewEnforcement operatorv1.BootImageSkewEnforcementModeStatus `json:"skewEnforcement,omitempty"`
-	// Skew is the outcome of skew enforcement.
-	Skew *Skew `json:"skew,omitempty"`
-	// CAPI is the Cluster API part, when CAPI MachineSets are opted in.
-	CAPI *CAPIReport `json:"capi,omitempty"`
-}
-
-// PatchedCount and SkippedCount add both machine APIs up (step results).
-func (r *Report) PatchedCount() int {
-	n := len(r.Patched)
-	if r.CAPI != nil {
-		n += len(r.CAPI.Patched)
-	}
-	return n
-}
-
-// SkippedCount: see PatchedCount.
-func (r *Report) SkippedCount() int {
-	n := len(r.Skipped)
-	if r.CAPI != nil {
-		n += len(r.CAPI.Skipped)
-	}
-	return n
-}
+// Report (bootimages/report.json, which the report stage reads) and
+// Outcome are records of the work workspace; aliases keep this package's
+// code unchanged.
+type (
+	Report  = work.BootImageReport
+	Outcome = work.Outcome
+)
 
 // pass is the state of one Run.
 type pass struct {
@@ -130,7 +94,7 @@ func (r *Reconciler) Run(ctx context.Context) (*Report, error) {
 	st := newStatus(mc)
 	clusterErr := p.run(ctx, mc, st)
 	st.finish(p.report, clusterErr)
-	err = errors.Join(clusterErr, p.report.failures())
+	err = errors.Join(clusterErr, failures(p.report))
 	p.skew(mc, st, err != nil)
 	if serr := p.writeStatus(ctx, st); serr != nil {
 		err = errors.Join(err, serr)
@@ -174,7 +138,7 @@ func (p *pass) run(ctx context.Context, mc *operatorv1.MachineConfiguration, st 
 }
 
 // failures summarises the MachineSets that failed, nil when none did.
-func (r *Report) failures() error {
+func failures(r *Report) error {
 	var errs []error
 	if n := len(r.Errors); n > 0 {
 		errs = append(errs, fmt.Errorf("%d of %d MachineSets failed: %s", n, r.Enrolled, r.Errors[0].Reason))

@@ -9,6 +9,8 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // ConditionUpgradeable is set False on MachineConfiguration when the
@@ -29,15 +31,8 @@ type SkewLimits struct {
 // DefaultSkewLimits are MCO's limits at the time of writing.
 var DefaultSkewLimits = SkewLimits{OCP: "4.13.0", RHCOS: "9.2"}
 
-// Skew is the outcome of skew enforcement for one pass.
-type Skew struct {
-	Mode operatorv1.BootImageSkewEnforcementModeStatus `json:"mode,omitempty"`
-	// Automatic is the new automatic record when the pass changed it.
-	Automatic *operatorv1.ClusterBootImageAutomatic `json:"automatic,omitempty"`
-	// Exceeded says the boot images are older than the limit; Message why.
-	Exceeded bool   `json:"exceeded"`
-	Message  string `json:"message,omitempty"`
-}
+// Skew is the outcome of skew enforcement for one pass, part of Report.
+type Skew = work.Skew
 
 // evaluateSkew applies the three modes:
 //   - Automatic: kiln manages the boot images, so after a pass with no skip

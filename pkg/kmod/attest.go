@@ -10,10 +10,12 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // AttestOptions are the flags of `kiln-steps kmod-attest`: the second step
@@ -23,7 +25,7 @@ import (
 // kmod-build pushed, with the inputs kmod-build recorded.
 type AttestOptions struct {
 	step.Options
-	step.RegistryOptions
+	registry.RegistryOptions
 	// KubeOptions: with --source cluster the ModuleDay0's status records
 	// the attested image.
 	step.KubeOptions
@@ -39,7 +41,7 @@ func DefaultAttestOptions() *AttestOptions {
 
 // Validate reports every bad flag at once.
 func (o *AttestOptions) Validate() error {
-	return step.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Attest.Validate())
+	return exitcode.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Attest.Validate())
 }
 
 // Run signs and attests kmod-build's image, unless kmod-build reused a
@@ -61,14 +63,14 @@ func (o *AttestOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	p := step.NewProgress(s.Out, step.StageKmodBuild)
+	p := step.NewProgress(s.Out, work.StageKmodBuild)
 	if rep.Reused {
 		p.Printf("ModuleDay0 %s/%s: kmod-build reused %s, already attested; nothing to attest", md.Namespace, md.Name, rep.Image)
 		return nil
 	}
 	in, err := o.checkReport(md, rep)
 	if err != nil {
-		return step.InputRejected(fmt.Errorf("ModuleDay0 %s/%s: kmod-build's report %s: %w", md.Namespace, md.Name, BuildReportFile, err))
+		return exitcode.InputRejected(fmt.Errorf("ModuleDay0 %s/%s: kmod-build's report %s: %w", md.Namespace, md.Name, work.KmodBuildFile, err))
 	}
 	if err := o.Attest.Check(); err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
@@ -80,9 +82,9 @@ func (o *AttestOptions) Run(ctx context.Context, s step.Streams) error {
 }
 
 // readBuildReport reads kmod-build's report from the workspace.
-func readBuildReport(ws step.Workspace) (KmodReport, error) {
-	var rep KmodReport
-	p := filepath.Join(ws.StageDir(step.StageKmodBuild), BuildReportFile)
+func readBuildReport(ws work.Workspace) (work.KmodReport, error) {
+	var rep work.KmodReport
+	p := filepath.Join(ws.StageDir(work.StageKmodBuild), work.KmodBuildFile)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		return rep, fmt.Errorf("reading kmod-build's report: %w", err)
@@ -96,7 +98,7 @@ func readBuildReport(ws step.Workspace) (KmodReport, error) {
 // checkReport refuses to sign anything but what this ModuleDay0's build
 // makes: the image by digest in the build target's repository, attested
 // with kmod-build inputs of this very ModuleDay0 and target.
-func (o *AttestOptions) checkReport(md *kmmv1beta1.ModuleDay0, rep KmodReport) (trust.KmodBuild, error) {
+func (o *AttestOptions) checkReport(md *kmmv1beta1.ModuleDay0, rep work.KmodReport) (trust.KmodBuild, error) {
 	if md.Spec.OSMapping.Build == nil {
 		return trust.KmodBuild{}, fmt.Errorf("spec.osMapping.build is not set; kmod-build made nothing to attest")
 	}

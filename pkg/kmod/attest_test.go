@@ -12,10 +12,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 )
 
 // TestKmodAttestSignsOnlyWhatThisModuleDay0Built: the step that holds the
@@ -46,43 +48,43 @@ func TestKmodAttestSignsOnlyWhatThisModuleDay0Built(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		rep  kmod.KmodReport
+		rep  workspace.KmodReport
 		want string
 	}{
 		{
 			name: "an image in another repository",
-			rep:  kmod.KmodReport{Image: "registry.example/elsewhere@" + digest, Digest: digest, Inputs: inputs("openshift-kmm/kiln-hello", target)},
+			rep:  workspace.KmodReport{Image: "registry.example/elsewhere@" + digest, Digest: digest, Inputs: inputs("openshift-kmm/kiln-hello", target)},
 			want: "image registry.example/elsewhere@" + digest + " is not in the build target's repository registry.example/kmods/rhcos",
 		},
 		{
 			name: "inputs of another ModuleDay0",
-			rep:  kmod.KmodReport{Image: "registry.example/kmods/rhcos@" + digest, Digest: digest, Inputs: inputs("other/module", target)},
+			rep:  workspace.KmodReport{Image: "registry.example/kmods/rhcos@" + digest, Digest: digest, Inputs: inputs("other/module", target)},
 			want: "inputs of ModuleDay0 other/module for target " + target + ", want openshift-kmm/kiln-hello for " + target,
 		},
 		{
 			name: "a digest that disagrees with the image",
-			rep:  kmod.KmodReport{Image: "registry.example/kmods/rhcos@" + digest, Digest: "sha256:22", Inputs: inputs("openshift-kmm/kiln-hello", target)},
+			rep:  workspace.KmodReport{Image: "registry.example/kmods/rhcos@" + digest, Digest: "sha256:22", Inputs: inputs("openshift-kmm/kiln-hello", target)},
 			want: "disagree",
 		},
 		{
 			name: "an image by tag",
-			rep:  kmod.KmodReport{Image: target, Digest: digest, Inputs: inputs("openshift-kmm/kiln-hello", target)},
+			rep:  workspace.KmodReport{Image: target, Digest: digest, Inputs: inputs("openshift-kmm/kiln-hello", target)},
 			want: `image "` + target + `"`,
 		},
 		{
 			name: "no inputs",
-			rep:  kmod.KmodReport{Image: "registry.example/kmods/rhcos@" + digest, Digest: digest},
+			rep:  workspace.KmodReport{Image: "registry.example/kmods/rhcos@" + digest, Digest: digest},
 			want: "no inputs recorded",
 		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			work := t.TempDir()
-			ws := step.Workspace{Root: work}
+			ws := workspace.Workspace{Root: work}
 			b, _ := json.Marshal(md)
 			writeFile(t, ws.ModuleDay0Path(), string(b))
 			b, _ = json.Marshal(c.rep)
-			writeFile(t, filepath.Join(ws.StageDir(step.StageKmodBuild), kmod.BuildReportFile), string(b))
+			writeFile(t, filepath.Join(ws.StageDir(workspace.StageKmodBuild), workspace.KmodBuildFile), string(b))
 			o := &kmod.AttestOptions{
 				Options:     step.Options{Work: work, ResultsDir: t.TempDir(), Pool: "worker"},
 				KubeOptions: step.KubeOptions{Source: "dir:" + t.TempDir()},
@@ -94,8 +96,8 @@ func TestKmodAttestSignsOnlyWhatThisModuleDay0Built(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("kmod-attest = %v, want %q … %q", err, prefix, c.want)
 			}
-			if code := step.CodeOf(err); code != step.ExitInputRejected {
-				t.Errorf("exit code %d, want %d", code, step.ExitInputRejected)
+			if code := exitcode.CodeOf(err); code != exitcode.ExitInputRejected {
+				t.Errorf("exit code %d, want %d", code, exitcode.ExitInputRejected)
 			}
 		})
 	}

@@ -15,12 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // DockerfileKey is the ConfigMap key holding the Dockerfile (the day-0 proposal).
@@ -48,7 +51,7 @@ const DockerfileKey = "dockerfile"
 // own that runs no user code, signs and attests what it pushed.
 type BuildOptions struct {
 	step.Options
-	step.RegistryOptions
+	registry.RegistryOptions
 	step.KubeOptions
 	// OSImage and DTKImage are the payload's rhel-coreos and driver-toolkit
 	// images (OS_AUTO, DTK_AUTO). An empty OSImage is read from the payload
@@ -80,8 +83,8 @@ func DefaultBuildOptions() *BuildOptions {
 
 // Validate reports every bad flag at once.
 func (o *BuildOptions) Validate() error {
-	return step.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(),
-		step.ValidRef("os-image", o.OSImage), step.ValidRef("dtk-image", o.DTKImage))
+	return exitcode.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(),
+		imageref.ValidRef("os-image", o.OSImage), imageref.ValidRef("dtk-image", o.DTKImage))
 }
 
 // Run builds the ModuleDay0's Dockerfile and pushes the unsigned (or
@@ -129,7 +132,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		}
 		pl.OSImage = f.BaseOSImage
 	}
-	p := step.NewProgress(s.Out, step.StageKmodBuild)
+	p := step.NewProgress(s.Out, work.StageKmodBuild)
 	plan, err := Decide(md, Facts{Rebuild: o.Rebuild})
 	if err != nil {
 		return err
@@ -160,8 +163,8 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		}
 		if reuse.Proven {
 			p.Printf("ModuleDay0 %s/%s: %s is %s, attested by %s for these inputs; reused", md.Namespace, md.Name, plan.BuildTarget, reuse.Digest, id)
-			rep := KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: bi.kernel, Inputs: &bi.inputs, Reused: true}
-			return writeKmodResults(o.Options, ws, BuildReportFile, rep)
+			rep := work.KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: bi.kernel, Inputs: &bi.inputs, Reused: true}
+			return writeKmodResults(o.Options, ws, work.KmodBuildFile, rep)
 		}
 		reuse.reject(p, "")
 		p.Printf("ModuleDay0 %s/%s: %s", md.Namespace, md.Name, plan.Reason)
@@ -187,10 +190,10 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	rep := KmodReport{Image: ref.Context().Digest(d.String()).String(), Digest: d.String(), Kernel: bi.kernel,
+	rep := work.KmodReport{Image: ref.Context().Digest(d.String()).String(), Digest: d.String(), Kernel: bi.kernel,
 		Inputs: &bi.inputs, ReuseRejected: reuse.Rejected}
 	p.Printf("pushed %s; kmod-attest signs it and attests its build inputs", rep.Image)
-	return writeKmodResults(o.Options, ws, BuildReportFile, rep)
+	return writeKmodResults(o.Options, ws, work.KmodBuildFile, rep)
 }
 
 // BuildEnv is the environment of a kmod build's final stage (buildah
@@ -327,19 +330,19 @@ func attest(ctx context.Context, r registry.Remote, o signing.AttestOptions, ima
 }
 
 // existing returns image by digest when it is in its registry.
-func existing(ctx context.Context, r registry.Remote, image string) (KmodReport, bool, error) {
+func existing(ctx context.Context, r registry.Remote, image string) (work.KmodReport, bool, error) {
 	ref, err := r.ParseRef(image)
 	if err != nil {
-		return KmodReport{}, false, err
+		return work.KmodReport{}, false, err
 	}
 	desc, err := r.HeadNamed(ctx, ref)
 	if err != nil {
 		if err = registry.Classify(err, "reading", image); errors.Is(err, registry.ErrNotFound) {
-			return KmodReport{}, false, nil
+			return work.KmodReport{}, false, nil
 		}
-		return KmodReport{}, false, err
+		return work.KmodReport{}, false, err
 	}
-	return KmodReport{Image: ref.Context().Digest(desc.Digest.String()).String(), Digest: desc.Digest.String()}, true, nil
+	return work.KmodReport{Image: ref.Context().Digest(desc.Digest.String()).String(), Digest: desc.Digest.String()}, true, nil
 }
 
 func osKernel(ctx context.Context, r registry.Remote, image string) (string, error) {
@@ -432,7 +435,7 @@ func (o *BuildOptions) secretFiles(md *kmmv1beta1.ModuleDay0) (map[string]string
 	}
 	out, err := SecretFiles(o.SecretsDir, names)
 	if err != nil {
-		return nil, step.InputRejected(fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err))
+		return nil, exitcode.InputRejected(fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err))
 	}
 	return out, nil
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -172,7 +173,7 @@ func (f *fixture) writeModuleDay0(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, step.Workspace{Root: f.work}.ModuleDay0Path(), string(b))
+	writeFile(t, work.Workspace{Root: f.work}.ModuleDay0Path(), string(b))
 }
 
 func (f *fixture) stepOptions() step.Options {
@@ -183,7 +184,7 @@ func (f *fixture) build(t *testing.T, out io.Writer) error {
 	f.writeModuleDay0(t)
 	o := &kmod.BuildOptions{
 		Options:         f.stepOptions(),
-		RegistryOptions: step.RegistryOptions{Insecure: []string{f.reg.Host}},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{f.reg.Host}},
 		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
 		OSImage:         f.osImage, DTKImage: f.dtkImage, SecretsDir: f.secrets,
 		Buildah:  osimage.Buildah{Env: f.buildahEnv},
@@ -204,7 +205,7 @@ func (f *fixture) sign(t *testing.T, out io.Writer) error {
 	f.writeModuleDay0(t)
 	o := &kmod.SignOptions{
 		Options:         f.stepOptions(),
-		RegistryOptions: step.RegistryOptions{Insecure: []string{f.reg.Host}},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{f.reg.Host}},
 		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
 		CertFile:        f.certFile, KeyFile: f.keyFile, Hash: "sha256",
 		Identity: f.identity(), Attest: f.attest(),
@@ -269,8 +270,8 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	if want := e.Registry.Ref("kmods/rhcos"); f.result(t, "KMOD_IMAGE_URL") != want || !strings.HasPrefix(f.result(t, "KMOD_IMAGE_DIGEST"), "sha256:") {
 		t.Fatalf("KMOD_IMAGE_URL %q, KMOD_IMAGE_DIGEST %q", unsigned, f.result(t, "KMOD_IMAGE_DIGEST"))
 	}
-	var rep kmod.KmodReport
-	b, err := os.ReadFile(filepath.Join(step.Workspace{Root: f.work}.StageDir(step.StageKmodBuild), kmod.BuildReportFile))
+	var rep work.KmodReport
+	b, err := os.ReadFile(filepath.Join(work.Workspace{Root: f.work}.StageDir(work.StageKmodBuild), work.KmodBuildFile))
 	if err != nil || json.Unmarshal(b, &rep) != nil || rep.Image != unsigned || rep.Kernel != kver {
 		t.Fatalf("build report %s (%v), want image %s kernel %s", b, err, unsigned, kver)
 	}

@@ -19,8 +19,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -137,8 +139,8 @@ func TestHostileDockerfileFindsNoKey(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), c.rule) {
 				t.Fatalf("kmod-build = %v, want %q … %q", err, want, c.rule)
 			}
-			if code := step.CodeOf(err); code != step.ExitInputRejected {
-				t.Errorf("exit code %d, want %d (input rejected)", code, step.ExitInputRejected)
+			if code := exitcode.CodeOf(err); code != exitcode.ExitInputRejected {
+				t.Errorf("exit code %d, want %d (input rejected)", code, exitcode.ExitInputRejected)
 			}
 			if strings.Contains(log.String(), "building ") {
 				t.Errorf("a build started:\n%s", log.String())
@@ -158,7 +160,7 @@ func buildOnly(t *testing.T, f *fixture, out io.Writer) error {
 	f.writeModuleDay0(t)
 	o := &kmod.BuildOptions{
 		Options:         f.stepOptions(),
-		RegistryOptions: step.RegistryOptions{Insecure: []string{f.reg.Host}, AuthFile: filepath.Join(filepath.Dir(f.work), "registry-auth", "config.json")},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{f.reg.Host}, AuthFile: filepath.Join(filepath.Dir(f.work), "registry-auth", "config.json")},
 		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
 		OSImage:         f.osImage, SecretsDir: f.secrets,
 		Buildah:  osimage.Buildah{Env: f.buildahEnv},

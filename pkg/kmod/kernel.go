@@ -11,7 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // The kernelType values of a rendered MachineConfig (MCO's names).
@@ -132,7 +132,7 @@ func payloadKernels(ctx context.Context, r registry.Remote, osImage, dtkImage st
 // render wrote into the workspace; MCO's default when there is none (a
 // kmod build run on its own). The pool's image-build swaps the base's
 // kernel for this one, so the modules must be built for it.
-func poolKernelType(ws step.Workspace) (kernelType, from string, err error) {
+func poolKernelType(ws work.Workspace) (kernelType, from string, err error) {
 	p := ws.RenderedPath()
 	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 		return KernelTypeDefault, "no rendered config in the workspace", nil

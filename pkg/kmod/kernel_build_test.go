@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -48,7 +48,7 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, step.Workspace{Root: f.work}.RenderedPath(), string(b))
+	writeFile(t, work.Workspace{Root: f.work}.RenderedPath(), string(b))
 
 	var log bytes.Buffer
 	if err := f.build(t, &log); err != nil {
@@ -57,7 +57,7 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 	if want := "for kernel " + rt + ", kernelType realtime (spec.kernelType of " + mc.Name + ")"; !strings.Contains(log.String(), want) {
 		t.Errorf("kmod-build log lacks %q:\n%s", want, log.String())
 	}
-	if rep := readReport(t, f, kmod.BuildReportFile); rep.Kernel != rt || rep.Inputs.Parameters["kernelVersion"] != rt {
+	if rep := readReport(t, f, work.KmodBuildFile); rep.Kernel != rt || rep.Inputs.Parameters["kernelVersion"] != rt {
 		t.Errorf("build report kernel %q, inputs %q; want %s", rep.Kernel, rep.Inputs.Parameters["kernelVersion"], rt)
 	}
 	unsigned := pull(t, f.image(t))

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing/fstest"
+
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Where day-0 modules and firmware end up in the signed image.
@@ -45,24 +47,12 @@ const (
 // /var) and the proposal's /var/lib/firmware.
 var movedRoots = []string{"opt/", "var/opt/", "var/lib/firmware/"}
 
-// Move is one file kiln relocates: From as the build wrote it, To where
-// the node finds it; both absolute.
-type Move struct {
-	From   string `json:"from"`
-	To     string `json:"to"`
-	Signed bool   `json:"signed,omitempty"`
-}
-
-// Placement is what kmod-sign did to the unsigned image's layout.
-type Placement struct {
-	// Kernel is the kernel the modules were built for and placed under.
-	Kernel string `json:"kernel"`
-	// Modules and Firmware are the files moved, sorted by To.
-	Modules  []Move `json:"modules"`
-	Firmware []Move `json:"firmware,omitempty"`
-	// Depmod are the files depmod wrote under the kernel's folder.
-	Depmod []string `json:"depmod,omitempty"`
-}
+// Move and Placement are recorded in kmod-sign's report
+// (work.KmodReport); aliases keep this package's code unchanged.
+type (
+	Move      = work.Move
+	Placement = work.Placement
+)
 
 // ModuleDir returns /usr/lib/modules/<kver>/extra.
 func ModuleDir(kver string) string { return "/" + ModulesDir + kver + "/" + ExtraDir }

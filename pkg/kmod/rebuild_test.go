@@ -10,6 +10,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -31,7 +32,7 @@ func TestRebuildUnsignedAndResignGiveThePushedDigests(t *testing.T) {
 	if err := f.sign(t, &log); err != nil {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())
 	}
-	built, signed := readReport(t, f, kmod.BuildReportFile), readReport(t, f, "sign.json")
+	built, signed := readReport(t, f, workspace.KmodBuildFile), readReport(t, f, "sign.json")
 
 	r := registry.Remote{Insecure: []string{e.Registry.Host}}
 	other := env.NewBuildah(t, env.BuildahOptions{InsecureRegistries: []string{e.Registry.Host}})

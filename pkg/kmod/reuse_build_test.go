@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -44,7 +44,7 @@ func TestKmodBuildReusesOnlyWhatKilnProves(t *testing.T) {
 	if !strings.Contains(log, "building "+target) || f.result(t, "REUSE_REJECTED") != "" {
 		t.Fatalf("first kmod-build did not build into the free %s; log:\n%s", target, log)
 	}
-	if rep := readReport(t, f, kmod.BuildReportFile); rep.Inputs == nil || !strings.Contains(rep.Inputs.Parameters["osImage"], "@sha256:") {
+	if rep := readReport(t, f, work.KmodBuildFile); rep.Inputs == nil || !strings.Contains(rep.Inputs.Parameters["osImage"], "@sha256:") {
 		t.Fatalf("build.json inputs %+v, want OS_AUTO by digest", rep.Inputs)
 	}
 
@@ -53,7 +53,7 @@ func TestKmodBuildReusesOnlyWhatKilnProves(t *testing.T) {
 		if f.image(t) != genuine || strings.Contains(log, "building ") || !strings.Contains(log, "for these inputs; reused") {
 			t.Fatalf("kmod-build: %s, want %s reused; log:\n%s", f.image(t), genuine, log)
 		}
-		if rep := readReport(t, f, kmod.BuildReportFile); !rep.Reused {
+		if rep := readReport(t, f, work.KmodBuildFile); !rep.Reused {
 			t.Errorf("build.json does not say reused: %+v", rep)
 		}
 	})
@@ -65,7 +65,7 @@ func TestKmodBuildReusesOnlyWhatKilnProves(t *testing.T) {
 	t.Run("copied labels without an attestation are built over", func(t *testing.T) {
 		planted := push(t, target, evil)
 		log := mustBuild(t, f)
-		wantRejectedIn(t, f, kmod.BuildReportFile, log, target+" holds "+planted+" "+notProven)
+		wantRejectedIn(t, f, work.KmodBuildFile, log, target+" holds "+planted+" "+notProven)
 		wantNoBackdoor(t, f, planted)
 	})
 
@@ -73,7 +73,7 @@ func TestKmodBuildReusesOnlyWhatKilnProves(t *testing.T) {
 		planted := push(t, target, evil)
 		copySignatureTags(t, genuine, planted)
 		log := mustBuild(t, f)
-		wantRejectedIn(t, f, kmod.BuildReportFile, log, target+" holds "+planted+" "+notProven)
+		wantRejectedIn(t, f, work.KmodBuildFile, log, target+" holds "+planted+" "+notProven)
 		wantNoBackdoor(t, f, planted)
 	})
 
@@ -81,11 +81,11 @@ func TestKmodBuildReusesOnlyWhatKilnProves(t *testing.T) {
 		before := f.image(t)
 		moved := env.PushOSImage(t, osTag, testKernel+".1")
 		log := mustBuild(t, f)
-		wantRejectedIn(t, f, kmod.BuildReportFile, log, target+" holds "+before[strings.Index(before, "@")+1:]+" "+notProven+": parameter buildArgs")
+		wantRejectedIn(t, f, work.KmodBuildFile, log, target+" holds "+before[strings.Index(before, "@")+1:]+" "+notProven+": parameter buildArgs")
 		if f.image(t) == before {
 			t.Errorf("kmod-build kept %s after OS_AUTO moved; log:\n%s", before, log)
 		}
-		if rep := readReport(t, f, kmod.BuildReportFile); rep.Inputs.Parameters["osImage"] != moved || rep.Kernel != testKernel+".1" {
+		if rep := readReport(t, f, work.KmodBuildFile); rep.Inputs.Parameters["osImage"] != moved || rep.Kernel != testKernel+".1" {
 			t.Errorf("build.json osImage %q kernel %q, want %s and %s.1", rep.Inputs.Parameters["osImage"], rep.Kernel, moved, testKernel)
 		}
 	})

@@ -15,7 +15,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -122,7 +122,7 @@ func TestKmodSignReusesOnlyWhatKilnProves(t *testing.T) {
 		built := push(t, movedTag, unsigned)
 		builtRef := e.Registry.Ref("kmods/moved") + "@" + built
 		// kmod-build's report names its output by digest; then the tag moves.
-		writeFile(t, filepath.Join(step.Workspace{Root: f.work}.StageDir(step.StageKmodBuild), kmod.BuildReportFile),
+		writeFile(t, filepath.Join(work.Workspace{Root: f.work}.StageDir(work.StageKmodBuild), work.KmodBuildFile),
 			`{"image":"`+builtRef+`","digest":"`+built+`"}`)
 		push(t, movedTag, withFile(t, unsigned, "opt/lib/modules/"+testKernel+"/planted.ko", "\x7fELF planted"))
 		f.md.Spec.OSMapping.Sign.UnsignedImage = movedTag
@@ -211,15 +211,15 @@ func wantSigners(t *testing.T, f *fixture, cn string) {
 	}
 }
 
-func signReport(t *testing.T, f *fixture) kmod.KmodReport {
+func signReport(t *testing.T, f *fixture) work.KmodReport {
 	t.Helper()
 	return readReport(t, f, "sign.json")
 }
 
-func readReport(t *testing.T, f *fixture, file string) kmod.KmodReport {
+func readReport(t *testing.T, f *fixture, file string) work.KmodReport {
 	t.Helper()
-	var rep kmod.KmodReport
-	b := mustRead(t, filepath.Join(step.Workspace{Root: f.work}.StageDir(step.StageKmodSign), file))
+	var rep work.KmodReport
+	b := mustRead(t, filepath.Join(work.Workspace{Root: f.work}.StageDir(work.StageKmodSign), file))
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func copySignatureTags(t *testing.T, from, to string) {
 
 // attest signs and attests image with the fixture's cosign key and the
 // inputs another run's report recorded.
-func attest(t *testing.T, f *fixture, image string, rep kmod.KmodReport) {
+func attest(t *testing.T, f *fixture, image string, rep work.KmodReport) {
 	t.Helper()
 	in, err := f.attest().Input(image, *rep.Inputs)
 	if err != nil {

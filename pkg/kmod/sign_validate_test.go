@@ -15,7 +15,9 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -37,7 +39,7 @@ func TestKmodSignStepRefusesEmptyFilesToSign(t *testing.T) {
 	}}
 	work := t.TempDir()
 	b, _ := json.Marshal(md)
-	p := step.Workspace{Root: work}.ModuleDay0Path()
+	p := workspace.Workspace{Root: work}.ModuleDay0Path()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func TestKmodSignStepRefusesEmptyFilesToSign(t *testing.T) {
 	}
 	cert, key := env.ModuleSigningPair(t, "kiln kmod signer")
 	o := &kmod.SignOptions{Options: step.Options{Work: work, ResultsDir: filepath.Join(work, "results"), Pool: "worker"},
-		RegistryOptions: step.RegistryOptions{Insecure: []string{r.Host}}, KubeOptions: step.KubeOptions{Source: "dir:" + work},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{r.Host}}, KubeOptions: step.KubeOptions{Source: "dir:" + work},
 		CertFile: cert, KeyFile: key, Hash: "sha256"}
 	var out bytes.Buffer
 	err := o.Run(t.Context(), step.Streams{Out: &out, Err: &out})

@@ -14,19 +14,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
-
-// BuildReportFile is kmod-build's report; kmod-sign signs its image.
-const BuildReportFile = "build.json"
 
 // SignOptions are the flags of `kiln-steps kmod-sign`.
 type SignOptions struct {
 	step.Options
-	step.RegistryOptions
+	registry.RegistryOptions
 	// KubeOptions: with --source cluster the ModuleDay0's status records
 	// the signed image.
 	step.KubeOptions
@@ -67,28 +66,7 @@ func (o *SignOptions) Validate() error {
 	if _, ok := moduleHashes[o.Hash]; !ok {
 		hash = fmt.Errorf("--hash %q: want sha256, sha384 or sha512", o.Hash)
 	}
-	return step.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(), o.Attest.Validate(), hash)
-}
-
-// KmodReport is what kmod-build and kmod-sign leave in work/kmod/.
-type KmodReport struct {
-	Image  string `json:"image"`
-	Digest string `json:"digest"`
-	Kernel string `json:"kernelFullVersion,omitempty"`
-	// Signed are the modules that carry a signature by the current
-	// certificate: signed in this run, or checked one by one in a reused
-	// image. Never filled from what a registry claims.
-	Signed []string `json:"signed,omitempty"`
-	// Inputs are what the image was made from, as attested.
-	Inputs *trust.Inputs `json:"inputs,omitempty"`
-	// Reused: the image was proven (attestation and, for kmod-sign, every
-	// module's signer) and not made again.
-	Reused bool `json:"reused,omitempty"`
-	// ReuseRejected says why what sat at the target was not reused.
-	ReuseRejected string `json:"reuseRejected,omitempty"`
-	// Placement is where kmod-sign put the modules and firmware, when it
-	// signed in this run.
-	Placement *Placement `json:"placement,omitempty"`
+	return exitcode.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(), o.Attest.Validate(), hash)
 }
 
 // Run signs the ModuleDay0's modules and pushes containerImage.
@@ -110,7 +88,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		return fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.sign is not set; kmod-sign has nothing to do", md.Namespace, md.Name)
 	}
 	if err := md.Validate(); err != nil {
-		return step.InputRejected(err)
+		return exitcode.InputRejected(err)
 	}
 	signer, err := o.signer(md)
 	if err != nil {
@@ -119,7 +97,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Attest.Check(); err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
-	p := step.NewProgress(s.Out, step.StageKmodSign)
+	p := step.NewProgress(s.Out, work.StageKmodSign)
 	src, err := o.source(ws, md)
 	if err != nil {
 		return err
@@ -142,8 +120,8 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		if reuse.Proven {
 			p.Printf("ModuleDay0 %s/%s: containerImage %s is %s, attested for these inputs, its %d module(s) signed by %q; nothing to sign",
 				md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, reuse.Digest, len(reuse.Signed), signer.cert.Subject.CommonName)
-			rep := KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: sin.kernel, Signed: reuse.Signed, Inputs: &sin.inputs, Reused: true}
-			return writeKmodResults(o.Options, ws, "sign.json", rep)
+			rep := work.KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: sin.kernel, Signed: reuse.Signed, Inputs: &sin.inputs, Reused: true}
+			return writeKmodResults(o.Options, ws, work.KmodSignFile, rep)
 		}
 		reuse.reject(p, "")
 	}
@@ -168,9 +146,9 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := attest(ctx, r, o.Attest, ref, sin.inputs, p); err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
-	rep := KmodReport{Image: ref, Digest: res.Digest.String(), Kernel: res.KernelFullVersion, Signed: res.Signed,
+	rep := work.KmodReport{Image: ref, Digest: res.Digest.String(), Kernel: res.KernelFullVersion, Signed: res.Signed,
 		Inputs: &sin.inputs, ReuseRejected: reuse.Rejected, Placement: res.Placement}
-	if err := writeKmodResults(o.Options, ws, "sign.json", rep); err != nil {
+	if err := writeKmodResults(o.Options, ws, work.KmodSignFile, rep); err != nil {
 		return err
 	}
 	return recordBuilt(ctx, o.KubeOptions, md, ReasonSigned, fmt.Sprintf("signed %d modules into %s", len(res.Signed), ref), rep.Digest, p)
@@ -247,7 +225,7 @@ func (o *SignOptions) reusable(ctx context.Context, r registry.Remote, md *kmmv1
 func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
 	h, ok := moduleHashes[o.Hash]
 	if !ok {
-		return nil, &step.UsageError{Err: fmt.Errorf("--hash %q: want sha256, sha384 or sha512", o.Hash)}
+		return nil, &exitcode.UsageError{Err: fmt.Errorf("--hash %q: want sha256, sha384 or sha512", o.Hash)}
 	}
 	sign := md.Spec.OSMapping.Sign
 	certData, err := os.ReadFile(o.CertFile)
@@ -271,7 +249,7 @@ func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
 
 // source is the image to sign: kmod-build's output when it ran, else
 // sign.unsignedImage.
-func (o *SignOptions) source(ws step.Workspace, md *kmmv1beta1.ModuleDay0) (string, error) {
+func (o *SignOptions) source(ws work.Workspace, md *kmmv1beta1.ModuleDay0) (string, error) {
 	rep, err := readBuildReport(ws)
 	switch {
 	case err == nil:
@@ -301,7 +279,7 @@ func signInput(ctx context.Context, r registry.Remote, src string, md *kmmv1beta
 }
 
 // ReadModuleDay0 reads the ModuleDay0 render left in the workspace.
-func ReadModuleDay0(ws step.Workspace) (*kmmv1beta1.ModuleDay0, error) {
+func ReadModuleDay0(ws work.Workspace) (*kmmv1beta1.ModuleDay0, error) {
 	p := ws.ModuleDay0Path()
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -317,8 +295,8 @@ func ReadModuleDay0(ws step.Workspace) (*kmmv1beta1.ModuleDay0, error) {
 }
 
 // writeKmodResults writes the report and KMOD_IMAGE_URL/KMOD_IMAGE_DIGEST.
-func writeKmodResults(o step.Options, ws step.Workspace, file string, rep KmodReport) error {
-	dir, err := ws.Ensure(step.StageKmodSign)
+func writeKmodResults(o step.Options, ws work.Workspace, file string, rep work.KmodReport) error {
+	dir, err := ws.Ensure(work.StageKmodSign)
 	if err != nil {
 		return err
 	}

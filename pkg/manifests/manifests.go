@@ -10,8 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kiln-dev/kiln/pkg/step"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-dev/kiln/pkg/apis"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // Walk calls fn for every object under dir, in file-name order: a typed
@@ -113,8 +112,8 @@ func (r *reader) stream(name string, b []byte) error {
 		if err := r.decode(raw, fmt.Sprintf("%s document %d", name, doc)); err != nil {
 			// A document that does not decode strictly is a rejected
 			// input (its own exit code); fn's errors keep theirs.
-			if step.CodeOf(err) == step.ExitFailure {
-				err = step.InputRejected(err)
+			if exitcode.CodeOf(err) == exitcode.ExitFailure {
+				err = exitcode.InputRejected(err)
 			}
 			return fmt.Errorf("%s: document %d: %w", name, doc, err)
 		}
@@ -198,7 +197,7 @@ func (r *reader) check(obj runtime.Object, gvk schema.GroupVersionKind, raw []by
 		return err
 	}
 	if len(errs) > 0 {
-		return step.InputRejected(errs.ToAggregate())
+		return exitcode.InputRejected(errs.ToAggregate())
 	}
 	return nil
 }

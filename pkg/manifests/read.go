@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // MaxFileBytes caps one manifest file. The apiserver stores an object of at
@@ -30,7 +30,7 @@ func readManifest(path string, d fs.DirEntry) ([]byte, error) {
 	if d != nil && d.Type()&fs.ModeSymlink != 0 {
 		t, err := filepath.EvalSymlinks(path)
 		if err != nil {
-			return nil, step.InputRejected(fmt.Errorf("%s: following symlink: %w", path, err))
+			return nil, exitcode.InputRejected(fmt.Errorf("%s: following symlink: %w", path, err))
 		}
 		target = t
 	}
@@ -62,7 +62,7 @@ func regular(path, target string, fi fs.FileInfo) error {
 		via = fmt.Sprintf(" (symlink to %s)", target)
 	}
 	if !fi.Mode().IsRegular() {
-		return step.InputRejected(fmt.Errorf("%s%s: not a regular file (%s): only regular files are read from a manifest folder", path, via, fileType(fi.Mode())))
+		return exitcode.InputRejected(fmt.Errorf("%s%s: not a regular file (%s): only regular files are read from a manifest folder", path, via, fileType(fi.Mode())))
 	}
 	if fi.Size() > MaxFileBytes {
 		return tooLarge(path + via)
@@ -83,7 +83,7 @@ func readCapped(name string, r io.Reader) ([]byte, error) {
 }
 
 func tooLarge(name string) error {
-	return step.InputRejected(fmt.Errorf("%s: larger than %d bytes, the limit for one manifest file", name, MaxFileBytes))
+	return exitcode.InputRejected(fmt.Errorf("%s: larger than %d bytes, the limit for one manifest file", name, MaxFileBytes))
 }
 
 func fileType(m fs.FileMode) string {

@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/manifests"
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // TestWalkReadsOnlyRegularFiles: a FIFO, a device, a socket or a symlink
@@ -92,8 +92,8 @@ func TestWalkReadsOnlyRegularFiles(t *testing.T) {
 					t.Errorf("error %q\ndoes not contain %q", err, want)
 				}
 			}
-			if step.CodeOf(err) != step.ExitInputRejected {
-				t.Errorf("exit code %d, want the rejected-input code", step.CodeOf(err))
+			if exitcode.CodeOf(err) != exitcode.ExitInputRejected {
+				t.Errorf("exit code %d, want the rejected-input code", exitcode.CodeOf(err))
 			}
 		})
 	}

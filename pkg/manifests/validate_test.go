@@ -8,8 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/manifests"
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 const (
@@ -79,8 +79,8 @@ func TestWalkRefusesWhatTheAPIServerRefuses(t *testing.T) {
 					t.Errorf("error %q\ndoes not contain %q", err, want)
 				}
 			}
-			if step.CodeOf(err) != step.ExitInputRejected {
-				t.Errorf("exit code %d, want the rejected-input code", step.CodeOf(err))
+			if exitcode.CodeOf(err) != exitcode.ExitInputRejected {
+				t.Errorf("exit code %d, want the rejected-input code", exitcode.CodeOf(err))
 			}
 		})
 	}

@@ -11,57 +11,16 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-dev/kiln/pkg/ignres"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
-
-// Drift is the difference between the rendered config kiln predicted for a
-// pool and the one MCO rendered (the drift gate, README "Drift gate").
-type Drift struct {
-	Pool string `json:"pool"`
-	// Predicted is kiln's name (PREDICTED_RENDERED_NAME); Rendered is MCO's
-	// (the pool's spec.configuration.name).
-	Predicted string `json:"predicted"`
-	Rendered  string `json:"rendered"`
-	// SpecsEqual: the specs compare equal after normalisation (both
-	// Ignition configs parsed to spec 3.5, lists keyed by path or name),
-	// so the names differ for a reason outside the merged content.
-	SpecsEqual bool `json:"specsEqual"`
-	// Cause says in one sentence why the names differ.
-	Cause string `json:"cause"`
-	// Differences are every differing path, the first one first.
-	Differences []Difference `json:"differences,omitempty"`
-	// OnlyKiln and OnlyMCO are input MachineConfigs one side merged and
-	// the other did not (MCO's from the pool's spec.configuration.source).
-	OnlyKiln []string `json:"onlyKiln,omitempty"`
-	OnlyMCO  []string `json:"onlyMCO,omitempty"`
-	// Annotations differing between the two objects; they are not part of
-	// the name, but say which controller version rendered MCO's.
-	Annotations []Difference `json:"annotations,omitempty"`
-}
-
-// Difference is one path whose value differs.
-type Difference struct {
-	// Path is under the MachineConfig, list entries by their path or
-	// name: spec.config.storage.files[/etc/x].contents.source.
-	Path string `json:"path"`
-	// Kind is file, unit, kernel argument, extension or field.
-	Kind string `json:"kind"`
-	// Kiln and MCO are the values, "(absent)" where a side has none.
-	Kiln string `json:"kiln"`
-	MCO  string `json:"mco"`
-	// SetBy is the last of kiln's inputs, in merge order, that sets the
-	// path: where kiln's value came from.
-	SetBy string `json:"setBy,omitempty"`
-	// SetByMCOOnly are inputs only MCO merged that set the path.
-	SetByMCOOnly []string `json:"setByMCOOnly,omitempty"`
-}
 
 const absent = "(absent)"
 
 // CompareRendered diffs kiln's prediction with MCO's rendered config.
 // mcoInputs are the MachineConfigs MCO merged (the pool's
 // spec.configuration.source, read from the cluster), for blame.
-func CompareRendered(p *Prediction, mco *mcfgv1.MachineConfig, mcoInputs []*mcfgv1.MachineConfig) (*Drift, error) {
-	d := &Drift{Pool: p.Config.Labels[PoolLabel], Predicted: p.Config.Name, Rendered: mco.Name}
+func CompareRendered(p *Prediction, mco *mcfgv1.MachineConfig, mcoInputs []*mcfgv1.MachineConfig) (*work.Drift, error) {
+	d := &work.Drift{Pool: p.Config.Labels[PoolLabel], Predicted: p.Config.Name, Rendered: mco.Name}
 	kt, err := specTree(p.Config.Spec)
 	if err != nil {
 		return nil, fmt.Errorf("normalising kiln's predicted config %s: %w", p.Config.Name, err)
@@ -76,14 +35,14 @@ func CompareRendered(p *Prediction, mco *mcfgv1.MachineConfig, mcoInputs []*mcfg
 		kv, kok := p.Config.Annotations[k]
 		mv, mok := mco.Annotations[k]
 		if kok && mok && kv != mv || k == OverriddenAnnotation && kok != mok {
-			d.Annotations = append(d.Annotations, Difference{Path: "metadata.annotations[" + k + "]", Kind: "field", Kiln: orAbsent(kv, kok), MCO: orAbsent(mv, mok)})
+			d.Annotations = append(d.Annotations, work.Difference{Path: "metadata.annotations[" + k + "]", Kind: "field", Kiln: orAbsent(kv, kok), MCO: orAbsent(mv, mok)})
 		}
 	}
-	if err := d.blame(p.Inputs, mcoInputs); err != nil {
+	if err := blameDrift(d, p.Inputs, mcoInputs); err != nil {
 		return nil, err
 	}
 	d.SpecsEqual = len(d.Differences) == 0
-	d.Cause = d.cause(p.Config.Spec, mco.Spec)
+	d.Cause = driftCause(d, p.Config.Spec, mco.Spec)
 	return d, nil
 }
 
@@ -94,8 +53,8 @@ func orAbsent(v string, ok bool) string {
 	return v
 }
 
-// cause explains the difference in one sentence.
-func (d *Drift) cause(kiln, mco mcfgv1.MachineConfigSpec) string {
+// driftCause explains the difference in one sentence.
+func driftCause(d *work.Drift, kiln, mco mcfgv1.MachineConfigSpec) string {
 	if !d.SpecsEqual {
 		f := d.Differences[0]
 		s := fmt.Sprintf("the rendered specs differ: first at %s (%s): kiln %s, MCO %s", f.Path, f.Kind, f.Kiln, f.MCO)
@@ -171,7 +130,7 @@ func specTree(spec mcfgv1.MachineConfigSpec) (map[string]any, error) {
 }
 
 // walk appends the differences between a and b under path.
-func walk(out *[]Difference, path string, a, b any) {
+func walk(out *[]work.Difference, path string, a, b any) {
 	switch av := a.(type) {
 	case map[string]any:
 		bv, ok := b.(map[string]any)
@@ -227,7 +186,7 @@ func walk(out *[]Difference, path string, a, b any) {
 // walkList compares lists of objects by their path or name (Ignition's
 // own merge keys for files, units, users, …), lists of strings (kernel
 // arguments, extensions) as multisets and then by order, others by index.
-func walkList(out *[]Difference, path string, a, b []any) {
+func walkList(out *[]work.Difference, path string, a, b []any) {
 	ka, kb := keyed(a), keyed(b)
 	if ka == nil && len(a) == 0 && kb != nil {
 		ka = &keyedList{items: map[string]any{}}
@@ -274,7 +233,7 @@ func walkList(out *[]Difference, path string, a, b []any) {
 // walkStrings: a value one side has more often than the other is a
 // difference at path[value]; the same values in another order is one
 // difference of the whole list (kernel arguments apply in order).
-func walkStrings(out *[]Difference, path string, a, b []string) {
+func walkStrings(out *[]work.Difference, path string, a, b []string) {
 	count := func(s []string) map[string]int {
 		m := map[string]int{}
 		for _, v := range s {
@@ -289,11 +248,11 @@ func walkStrings(out *[]Difference, path string, a, b []string) {
 			continue
 		}
 		x, y := strings.Repeat(v+" ", ca[v]), strings.Repeat(v+" ", cb[v])
-		*out = append(*out, Difference{Path: path + "[" + v + "]", Kind: kindOf(path), Kiln: listOr(x), MCO: listOr(y)})
+		*out = append(*out, work.Difference{Path: path + "[" + v + "]", Kind: kindOf(path), Kiln: listOr(x), MCO: listOr(y)})
 		ca[v], cb[v] = 0, 0
 	}
 	if len(*out) == n && !slices.Equal(a, b) {
-		*out = append(*out, Difference{Path: path, Kind: kindOf(path) + " order", Kiln: jsonString(a), MCO: jsonString(b)})
+		*out = append(*out, work.Difference{Path: path, Kind: kindOf(path) + " order", Kiln: jsonString(a), MCO: jsonString(b)})
 	}
 }
 
@@ -382,8 +341,8 @@ func jsonString(v any) string {
 	return string(b)
 }
 
-func newDifference(path string, a any, aok bool, b any, bok bool) Difference {
-	return Difference{Path: path, Kind: kindOf(path), Kiln: show(path, a, aok), MCO: show(path, b, bok)}
+func newDifference(path string, a any, aok bool, b any, bok bool) work.Difference {
+	return work.Difference{Path: path, Kind: kindOf(path), Kiln: show(path, a, aok), MCO: show(path, b, bok)}
 }
 
 // show prints a value; a data: URL's content is shown decoded, long values
@@ -422,8 +381,8 @@ func kindOf(path string) string {
 	return "field"
 }
 
-// blame fills SetBy and SetByMCOOnly from the inputs' own normal forms.
-func (d *Drift) blame(kiln, mco []*mcfgv1.MachineConfig) error {
+// blameDrift fills SetBy and SetByMCOOnly from the inputs' own normal forms.
+func blameDrift(d *work.Drift, kiln, mco []*mcfgv1.MachineConfig) error {
 	trees := map[string]map[string]any{}
 	tree := func(mc *mcfgv1.MachineConfig) (map[string]any, error) {
 		if t, ok := trees[mc.Name]; ok {
@@ -537,27 +496,4 @@ func onlyIn(a, b []*mcfgv1.MachineConfig) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// Text is the diff as a person reads it (rollout/drift.txt, the report).
-func (d *Drift) Text() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "drift on pool %s: kiln predicted %s, MCO rendered %s\n", d.Pool, d.Predicted, d.Rendered)
-	fmt.Fprintf(&b, "cause: %s\n", d.Cause)
-	if len(d.OnlyMCO) > 0 {
-		fmt.Fprintf(&b, "inputs only MCO merged: %s\n", strings.Join(d.OnlyMCO, ", "))
-	}
-	if len(d.OnlyKiln) > 0 {
-		fmt.Fprintf(&b, "inputs only kiln merged: %s\n", strings.Join(d.OnlyKiln, ", "))
-	}
-	for _, f := range append(slices.Clone(d.Differences), d.Annotations...) {
-		fmt.Fprintf(&b, "- %s (%s)\n    kiln: %s\n    MCO:  %s\n", f.Path, f.Kind, f.Kiln, f.MCO)
-		if f.SetBy != "" {
-			fmt.Fprintf(&b, "    set by: MachineConfig %s\n", f.SetBy)
-		}
-		if len(f.SetByMCOOnly) > 0 {
-			fmt.Fprintf(&b, "    also set by (merged by MCO only): %s\n", strings.Join(f.SetByMCOOnly, ", "))
-		}
-	}
-	return b.String()
 }

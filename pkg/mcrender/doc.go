@@ -83,7 +83,7 @@
 //
 // Request.AsMCO turns the two differences that change the rendered name off
 // (kiln's own MCs are selected, remote sources are not fetched): the drift
-// gate's prediction (predict.go, MCOInputs.Predict) and test/mcosim render
+// gate's prediction (predict.go, Predict) and test/mcosim render
 // that way, so the name kiln predicts is the name MCO gives. CompareRendered
 // (diff.go) explains a name that differs anyway.
 //

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kiln-dev/kiln/pkg/imageref"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Kernel types MCO knows.
@@ -23,12 +24,10 @@ const (
 // (ctrlcommon.SupportedExtensions).
 var SupportedExtensions = []string{"two-node-ha", "ipsec", "usbguard", "kerberos", "kernel-devel", "sandboxed-containers", "sysstat"}
 
-// Defaults are the payload's values for the fields an MC may override.
-type Defaults struct {
-	OSImageURL      string
-	ExtensionsImage string
-	ReleaseVersion  string
-}
+// Defaults are the payload's values for the fields an MC may override;
+// an alias, as they are saved with the prediction's inputs
+// (work.MCOInputs).
+type Defaults = work.Defaults
 
 // parsed is one input MC with its Ignition config converted to spec 3.5
 // (and remote sources snapshotted). hasConfig is false when the MC carries

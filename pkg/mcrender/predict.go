@@ -8,12 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // The drift gate (README "Drift gate") needs the name MCO will give the
@@ -34,58 +33,15 @@ import (
 // Both run Render's own selection, merge and name code with AsMCO set; there
 // is no second implementation of MCO's rules.
 
-// MCOInputsFile is where render saves the prediction's inputs, under
-// render/ in the work workspace.
-const MCOInputsFile = "mco-inputs.json"
-
-// MCOInputsPath is render/mco-inputs.json in ws.
-func MCOInputsPath(ws step.Workspace) string {
-	return filepath.Join(filepath.Dir(ws.RenderedPath()), MCOInputsFile)
-}
-
-// MCOInputs are the objects MCO's render controller will read for the
-// pool: the pool, the payload's defaults and every MachineConfig the pool's
-// selector matches as MCO selects them (kiln's own osImageURL MCs
-// included), as render saw them.
-type MCOInputs struct {
-	Pool     *mcfgv1.MachineConfigPool `json:"pool"`
-	Defaults Defaults                  `json:"defaults"`
-	Configs  []*mcfgv1.MachineConfig   `json:"machineConfigs"`
-}
-
-// NewMCOInputs selects pool's MachineConfigs from all as MCO does.
-func NewMCOInputs(pool *mcfgv1.MachineConfigPool, all []*mcfgv1.MachineConfig, d Defaults) (*MCOInputs, error) {
+// NewMCOInputs selects pool's MachineConfigs from all as MCO does: the
+// prediction's inputs (work.MCOInputs), which render saves in
+// render/mco-inputs.json.
+func NewMCOInputs(pool *mcfgv1.MachineConfigPool, all []*mcfgv1.MachineConfig, d Defaults) (*work.MCOInputs, error) {
 	sel, err := SelectAsMCO(pool, all)
 	if err != nil {
 		return nil, err
 	}
-	return &MCOInputs{Pool: pool, Defaults: d, Configs: sel}, nil
-}
-
-// maxMCOInputs bounds mco-inputs.json: the pool's MachineConfigs, each at
-// most 1.5 MiB in etcd, indented; a pool with more than a few dozen large
-// ones is not one MCO could render either.
-const maxMCOInputs = 64 << 20
-
-// ReadMCOInputs reads render/mco-inputs.json, a regular file of at most
-// maxMCOInputs bytes.
-func ReadMCOInputs(ws step.Workspace) (*MCOInputs, error) {
-	path := MCOInputsPath(ws)
-	b, truncated, err := step.ReadRegular(path, maxMCOInputs)
-	if err == nil && truncated {
-		err = fmt.Errorf("larger than %d bytes", maxMCOInputs)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the prediction's inputs (render's %s): %w", MCOInputsFile, err)
-	}
-	in := &MCOInputs{}
-	if err := json.Unmarshal(b, in); err != nil {
-		return nil, fmt.Errorf("decoding %s: %w", path, err)
-	}
-	if in.Pool == nil || len(in.Configs) == 0 {
-		return nil, fmt.Errorf("%s names no pool or no MachineConfig", path)
-	}
-	return in, nil
+	return &work.MCOInputs{Pool: pool, Defaults: d, Configs: sel}, nil
 }
 
 // Prediction is the rendered config MCO is expected to make.
@@ -103,7 +59,7 @@ type Prediction struct {
 // Predict renders in's pool with osImage (kiln's MachineConfig for the new
 // image, OSImageConfig) in place of any MachineConfig of that name, by the
 // same selection, merge and name rules as Render, as MCO does (AsMCO).
-func (in *MCOInputs) Predict(ctx context.Context, image string) (*Prediction, error) {
+func Predict(ctx context.Context, in *work.MCOInputs, image string) (*Prediction, error) {
 	osImage, err := OSImageConfig(in.Pool, image)
 	if err != nil {
 		return nil, err
@@ -127,46 +83,19 @@ func (in *MCOInputs) Predict(ctx context.Context, image string) (*Prediction, er
 	return &Prediction{Config: res.Config, Inputs: res.Inputs, Hash: "sha256:" + hex.EncodeToString(sum[:])}, nil
 }
 
-// PredictionRecord is image-sign's record of the prediction it attested
-// (image/prediction.json): rollout checks that its own prediction for the
-// image it rolls out is this one.
-type PredictionRecord = trust.Prediction
-
-// PredictionPath is image/prediction.json in ws.
-func PredictionPath(ws step.Workspace) string {
-	return filepath.Join(ws.StageDir(step.StageImageSign), trust.PredictionFile)
-}
-
-// ReadPredictionRecord reads image-sign's record; ok is false when there is
-// none (image-sign did not run in this workspace).
-func ReadPredictionRecord(ws step.Workspace) (PredictionRecord, bool, error) {
-	var r PredictionRecord
-	b, err := os.ReadFile(PredictionPath(ws))
-	if errors.Is(err, os.ErrNotExist) {
-		return r, false, nil
-	}
-	if err != nil {
-		return r, false, fmt.Errorf("reading image-sign's prediction: %w", err)
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, false, fmt.Errorf("decoding %s: %w", PredictionPath(ws), err)
-	}
-	return r, true, nil
-}
-
 // PredictFromWorkspace is image-sign's prediction hook
 // (signing.SignOptions.Predict): the prediction for image from render's
 // mco-inputs.json in ws, nil when render left none (a workspace from
 // before the drift gate; rollout then predicts by itself).
-func PredictFromWorkspace(ctx context.Context, ws step.Workspace, image string) (*trust.Prediction, error) {
-	in, err := ReadMCOInputs(ws)
+func PredictFromWorkspace(ctx context.Context, ws work.Workspace, image string) (*trust.Prediction, error) {
+	in, err := ws.ReadMCOInputs()
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	p, err := in.Predict(ctx, image)
+	p, err := Predict(ctx, in, image)
 	if err != nil {
 		return nil, err
 	}

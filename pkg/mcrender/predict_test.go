@@ -11,6 +11,8 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 const kilnImage = "registry.test/kiln/os@sha256:abababababababababababababababababababababababababababababababab"
@@ -54,7 +56,7 @@ func TestPredictionIsRenderWithTheImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := in.Predict(context.Background(), kilnImage)
+	p, err := Predict(context.Background(), in, kilnImage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +124,7 @@ func TestPredictSelectsAsMCO(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := in.Predict(context.Background(), kilnImage)
+			p, err := Predict(context.Background(), in, kilnImage)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -148,7 +150,7 @@ func TestCompareRendered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := in.Predict(context.Background(), kilnImage)
+		p, err := Predict(context.Background(), in, kilnImage)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +160,7 @@ func TestCompareRendered(t *testing.T) {
 		name string
 		// mco turns the prediction into MCO's rendered config.
 		mco        func(t *testing.T, p *Prediction) (*mcfgv1.MachineConfig, []*mcfgv1.MachineConfig)
-		want       Difference
+		want       work.Difference
 		specsEqual bool
 		cause      string
 		onlyMCO    []string
@@ -170,7 +172,7 @@ func TestCompareRendered(t *testing.T) {
 			mc.Name, _ = RenderedName("worker", mc.Spec)
 			return mc, p.Inputs
 		},
-		want:  Difference{Path: "spec.kernelArguments", Kind: "kernel argument order", Kiln: `["quiet","audit=1"]`, MCO: `["audit=1","quiet"]`, SetBy: "50-worker"},
+		want:  work.Difference{Path: "spec.kernelArguments", Kind: "kernel argument order", Kiln: `["quiet","audit=1"]`, MCO: `["audit=1","quiet"]`, SetBy: "50-worker"},
 		cause: "the rendered specs differ: first at spec.kernelArguments (kernel argument order)",
 	}, {
 		name: "a file's contents: path, both values decoded, the input that set it",
@@ -178,7 +180,7 @@ func TestCompareRendered(t *testing.T) {
 			other := predict(t, []*mcfgv1.MachineConfig{base[0], testMC("50-worker", "worker", fileConfig("/etc/b", "mco"), "audit=1")})
 			return other.Config, p.Inputs
 		},
-		want:  Difference{Path: "spec.config.storage.files[/etc/b].contents.source", Kind: "file", Kiln: `"kiln" (data: URL, decoded)`, MCO: `"mco" (data: URL, decoded)`, SetBy: "50-worker"},
+		want:  work.Difference{Path: "spec.config.storage.files[/etc/b].contents.source", Kind: "file", Kiln: `"kiln" (data: URL, decoded)`, MCO: `"mco" (data: URL, decoded)`, SetBy: "50-worker"},
 		cause: "kiln's value is set by MachineConfig 50-worker",
 	}, {
 		name: "a unit from an input only MCO merged",
@@ -187,7 +189,7 @@ func TestCompareRendered(t *testing.T) {
 			other := predict(t, append(slices.Clone(base), extra))
 			return other.Config, other.Inputs
 		},
-		want:    Difference{Path: "spec.config.systemd.units[late.service]", Kind: "unit", Kiln: absent, MCO: `{"enabled":true,"name":"late.service"}`, SetByMCOOnly: []string{"60-late"}},
+		want:    work.Difference{Path: "spec.config.systemd.units[late.service]", Kind: "unit", Kiln: absent, MCO: `{"enabled":true,"name":"late.service"}`, SetByMCOOnly: []string{"60-late"}},
 		cause:   "MCO also merged 60-late, which kiln did not",
 		onlyMCO: []string{"60-late"},
 	}, {

@@ -9,7 +9,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // Request is everything one render needs. Render never contacts a container
@@ -124,7 +124,7 @@ func render(ctx context.Context, req Request) (*Result, error) {
 // remote sources resolved.
 func parseMC(ctx context.Context, resolve Resolver, mc *mcfgv1.MachineConfig) (parsed, error) {
 	if err := validateSpec(mc); err != nil {
-		return parsed{}, step.InputRejected(err)
+		return parsed{}, exitcode.InputRejected(err)
 	}
 	p := parsed{mc: mc, hasConfig: len(mc.Spec.Config.Raw) > 0}
 	if !p.hasConfig {
@@ -132,13 +132,13 @@ func parseMC(ctx context.Context, resolve Resolver, mc *mcfgv1.MachineConfig) (p
 	}
 	cfg, err := parseConfig(mc.Spec.Config.Raw)
 	if err != nil {
-		return p, step.InputRejected(fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err))
+		return p, exitcode.InputRejected(fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err))
 	}
 	if err := validateConfig(cfg); err != nil {
-		return p, step.InputRejected(fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err))
+		return p, exitcode.InputRejected(fmt.Errorf("MachineConfig %q: spec.config: %w", mc.Name, err))
 	}
 	if err := coreUserOnly(cfg); err != nil {
-		return p, step.InputRejected(fmt.Errorf("MachineConfig %q: spec.config.%w", mc.Name, err))
+		return p, exitcode.InputRejected(fmt.Errorf("MachineConfig %q: spec.config.%w", mc.Name, err))
 	}
 	if p.cfg, err = resolve(ctx, mc.Name, cfg); err != nil {
 		return p, err

@@ -22,9 +22,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -198,8 +198,8 @@ func wantRefusedBeforePush(t *testing.T, res *BuildResult, err error, log *write
 			t.Errorf("error lacks %q: %v", p, err)
 		}
 	}
-	if code := step.CodeOf(err); code != step.ExitInputRejected {
-		t.Errorf("exit code %d, want %d (input rejected): %v", code, step.ExitInputRejected, err)
+	if code := exitcode.CodeOf(err); code != exitcode.ExitInputRejected {
+		t.Errorf("exit code %d, want %d (input rejected): %v", code, exitcode.ExitInputRejected, err)
 	}
 	if len(log.writes) > 0 {
 		t.Errorf("the registry was written before the refusal: %v", log.writes)

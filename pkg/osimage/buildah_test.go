@@ -142,7 +142,7 @@ func TestImageBuildStepBuildahDispatch(t *testing.T) {
 	user := filepath.Join(t.TempDir(), "Containerfile")
 	os.WriteFile(user, []byte("RUN echo agent > /agent\n"), 0o644)
 	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
-		RegistryOptions: step.RegistryOptions{Insecure: []string{e.Registry.Host}},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{e.Registry.Host}},
 		Base:            e.Registry.Ref("base/busybox:1"), Repository: e.Registry.Ref("kiln/os"), Source: DefaultSource,
 		ContainerfilePath: user, BuildahBin: "buildah"}
 	var out bytes.Buffer

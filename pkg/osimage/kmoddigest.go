@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // validKmodDigests refuses a --kmod-digest that is not sha256:<64 hex
@@ -29,7 +29,7 @@ func validKmodDigests(digests []string) error {
 // so a digest from anywhere else would be a claim nothing backs. The kmod
 // report itself is checked too: its image must be a digest reference
 // whose digest is the one recorded.
-func checkKmodDigests(ws step.Workspace, given []string) (step.KmodImage, bool, error) {
+func checkKmodDigests(ws work.Workspace, given []string) (work.KmodImage, bool, error) {
 	k, ok, err := ws.KmodImage()
 	if err != nil {
 		return k, false, err

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kiln-dev/kiln/pkg/step"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 )
 
 // --kmod-digest is refused before any I/O unless it is a sha256 digest.
@@ -62,7 +63,7 @@ func TestKmodDigestMustBeRecordedInTheWorkFolder(t *testing.T) {
 			}
 			o := DefaultBuildOptions()
 			o.Pool, o.Base, o.KmodDigests = "worker", "r.io/os:1", c.given
-			err := o.kmodBase(step.Workspace{Root: work}, step.NewProgress(&strings.Builder{}, step.StageImageBuild))
+			err := o.kmodBase(workspace.Workspace{Root: work}, step.NewProgress(&strings.Builder{}, workspace.StageImageBuild))
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want %q", err, c.wantErr)

@@ -17,10 +17,10 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/ignres"
 	"github.com/kiln-dev/kiln/pkg/mcsize"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // CurrentConfigPath is where the MCD keeps the config a node runs; kiln puts
@@ -103,7 +103,7 @@ func PlanLayer(mc *mcfgv1.MachineConfig) (*Plan, error) {
 	}
 	p.nodeRules()
 	if len(p.errs) > 0 {
-		return nil, step.InputRejected(fmt.Errorf("planning layer for MachineConfig %s: %s", mc.Name, strings.Join(p.errs, "; ")))
+		return nil, exitcode.InputRejected(fmt.Errorf("planning layer for MachineConfig %s: %s", mc.Name, strings.Join(p.errs, "; ")))
 	}
 	current, err := normalisedConfig(mc)
 	if err != nil {

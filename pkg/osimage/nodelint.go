@@ -7,9 +7,10 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // NodeLint is the node import check of a built image: what image-build
@@ -26,7 +27,7 @@ type NodeLint struct {
 
 // verdict is the NODE_CHECK result: the check's outcome, then what an
 // upgraded node sees of the rendered config (view).
-func (l *NodeLint) verdict(view NodeView) string {
+func (l *NodeLint) verdict(view work.NodeView) string {
 	switch {
 	case l == nil:
 		return ""
@@ -61,7 +62,7 @@ func lintImages(images map[string]v1.Image, plan *Plan) (*NodeLint, error) {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}
 		if err := nodeimport.Check(fs); err != nil {
-			return nil, step.InputRejected(fmt.Errorf("%s: %w; nothing was pushed", what, err))
+			return nil, exitcode.InputRejected(fmt.Errorf("%s: %w; nothing was pushed", what, err))
 		}
 		all = append(all, nodeimport.Warnings(fs)...)
 	}

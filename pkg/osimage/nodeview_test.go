@@ -7,6 +7,8 @@ import (
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // TestNodeViewNamesWhatAnUpgradedNodeDoesNotGetFromTheImage plans a
@@ -40,7 +42,7 @@ func TestNodeViewNamesWhatAnUpgradedNodeDoesNotGetFromTheImage(t *testing.T) {
 			rendered++
 		}
 	}
-	want := NodeView{Rendered: rendered + 1, AsRendered: rendered - 2, NotSeen: []NotSeen{
+	want := work.NodeView{Rendered: rendered + 1, AsRendered: rendered - 2, NotSeen: []work.NotSeen{
 		{Path: "/run/kiln/flag", Rule: RuleMCODropped, Why: why[RuleMCODropped]},
 		{Path: "/var/lib/kiln/state", Rule: RuleMCOVar, Why: why[RuleMCOVar]},
 		{Path: "/var/opt/vendor/tool", Rule: RuleMCOVar, Why: why[RuleMCOVar]},
@@ -59,9 +61,9 @@ func TestNodeViewNamesWhatAnUpgradedNodeDoesNotGetFromTheImage(t *testing.T) {
 // TestNodeViewNamesAtMostThreePaths asserts the one-line verdict names
 // three paths, then how many more, and escapes control characters.
 func TestNodeViewNamesAtMostThreePaths(t *testing.T) {
-	v := NodeView{Rendered: 9, AsRendered: 4}
+	v := work.NodeView{Rendered: 9, AsRendered: 4}
 	for i := range 5 {
-		v.NotSeen = append(v.NotSeen, NotSeen{Path: fmt.Sprintf("/var/f%d\x1b[2J", i), Rule: RuleMCOVar, Why: why[RuleMCOVar]})
+		v.NotSeen = append(v.NotSeen, work.NotSeen{Path: fmt.Sprintf("/var/f%d\x1b[2J", i), Rule: RuleMCOVar, Why: why[RuleMCOVar]})
 	}
 	s := v.String()
 	if !strings.Contains(s, "and 2 more") || strings.Contains(s, "/var/f3") || strings.ContainsRune(s, 0x1b) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/safepath"
 )
 
 // TestReadRenderedRefusesWhatIsNotARegularFile puts a FIFO without a
@@ -29,8 +29,8 @@ func TestReadRenderedRefusesWhatIsNotARegularFile(t *testing.T) {
 			if d := time.Since(start); d > time.Second {
 				t.Errorf("ReadRendered took %s", d)
 			}
-			if !errors.Is(err, step.ErrNotRegular) {
-				t.Errorf("ReadRendered: %v, want %v", err, step.ErrNotRegular)
+			if !errors.Is(err, safepath.ErrNotRegular) {
+				t.Errorf("ReadRendered: %v, want %v", err, safepath.ErrNotRegular)
 			}
 		})
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/mcsize"
 	"github.com/kiln-dev/kiln/pkg/render"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/taskresult"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // TestImageBuildMeasuresTheConfigAsRenderDoes renders a config just under
@@ -38,8 +39,8 @@ func TestImageBuildMeasuresTheConfigAsRenderDoes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("render refused the config: %v", err)
 	}
-	ws := step.Workspace{Root: t.TempDir()}
-	if err := (&render.Output{Result: res}).Write(ws, step.NewResults(t.TempDir())); err != nil {
+	ws := work.Workspace{Root: t.TempDir()}
+	if err := (&render.Output{Result: res}).Write(ws, taskresult.NewResults(t.TempDir())); err != nil {
 		t.Fatal(err)
 	}
 	got, err := ReadRendered(ws.RenderedPath())

@@ -14,17 +14,21 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/ignres"
-	"github.com/kiln-dev/kiln/pkg/nodeimport"
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/taskresult"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // BuildOptions are the flags of `kiln-steps image-build`.
 type BuildOptions struct {
 	step.Options
-	step.RegistryOptions
+	registry.RegistryOptions
 	// IdentityOptions name kiln's signing identity, whose attestation
 	// alone makes an image at the fingerprint tag reusable.
 	step.IdentityOptions
@@ -56,9 +60,9 @@ func DefaultBuildOptions() *BuildOptions {
 
 // Validate reports every bad flag at once.
 func (o *BuildOptions) Validate() error {
-	return step.ValidationErrors(o.Options.Validate(), step.Required("base", o.Base), step.Required("repository", o.Repository),
-		step.ValidRef("base", o.Base), step.ValidRepository("repository", o.Repository),
-		step.ValidRef("payload-base", o.PayloadBase), step.ValidRef("extensions-image", o.ExtensionsImage),
+	return exitcode.ValidationErrors(o.Options.Validate(), exitcode.Required("base", o.Base), exitcode.Required("repository", o.Repository),
+		imageref.ValidRef("base", o.Base), imageref.ValidRepository("repository", o.Repository),
+		imageref.ValidRef("payload-base", o.PayloadBase), imageref.ValidRef("extensions-image", o.ExtensionsImage),
 		o.IdentityOptions.Validate(), validKmodDigests(o.KmodDigests))
 }
 
@@ -76,11 +80,11 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	dir, err := ws.Ensure(step.StageImageBuild)
+	dir, err := ws.Ensure(work.StageImageBuild)
 	if err != nil {
 		return err
 	}
-	p := step.NewProgress(s.Out, step.StageImageBuild)
+	p := step.NewProgress(s.Out, work.StageImageBuild)
 	id, err := o.Files().Load()
 	if err != nil {
 		return fmt.Errorf("building image for pool %s: %w", o.Pool, err)
@@ -120,7 +124,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	} else {
 		p.Printf("pushed %s (%d layer entries, tag %s)", res.Ref, len(res.Plan.Entries), res.Tag)
 	}
-	if err := writeReport(ReportPath(dir), in, res); err != nil {
+	if err := writeReport(filepath.Join(dir, work.BuildReportFile), in, res); err != nil {
 		return err
 	}
 	return writeBuildResults(o.Results(), res)
@@ -133,7 +137,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 // image), and BASE_IMAGE_ARTIFACT_INPUTS, {uri, digest}, puts the base the
 // image was layered on into the provenance's materials, named
 // oci://<repository> as Chains names its step images there.
-func writeBuildResults(results *step.Results, res *BuildResult) error {
+func writeBuildResults(results *taskresult.Results, res *BuildResult) error {
 	image, err := name.NewDigest(res.Ref)
 	if err != nil {
 		return fmt.Errorf("writing results: image %q: %w", res.Ref, err)
@@ -160,7 +164,7 @@ func writeBuildResults(results *step.Results, res *BuildResult) error {
 // kmodBase makes this run's kmod image, when the kmod stages left one in
 // the workspace, the base of the layered image, with the given
 // --base (the payload's) as the preflight reference.
-func (o *BuildOptions) kmodBase(ws step.Workspace, p *step.Progress) error {
+func (o *BuildOptions) kmodBase(ws work.Workspace, p *step.Progress) error {
 	k, ok, err := checkKmodDigests(ws, o.KmodDigests)
 	if err != nil {
 		return fmt.Errorf("building image for pool %s: %w", o.Pool, err)
@@ -202,22 +206,6 @@ func (o *BuildOptions) build(ctx context.Context, r registry.Remote, in BuildInp
 	})
 }
 
-// ReportPath is build.json in the image stage folder.
-func ReportPath(dir string) string { return filepath.Join(dir, "build.json") }
-
-// ReadReport reads work/image/build.json.
-func ReadReport(path string) (*BuildReport, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading build report: %w", err)
-	}
-	rep := &BuildReport{}
-	if err := json.Unmarshal(b, rep); err != nil {
-		return nil, fmt.Errorf("decoding build report %s: %w", path, err)
-	}
-	return rep, nil
-}
-
 // maxRenderedFile bounds the read of render's output: the config itself is
 // at most ignres.MaxRenderedConfig bytes as compact JSON, and render writes
 // it indented, which can double a config of many short fields.
@@ -225,7 +213,7 @@ const maxRenderedFile = 4 * ignres.MaxRenderedConfig
 
 // ReadRendered reads render's output, a full MachineConfig object.
 func ReadRendered(path string) (*mcfgv1.MachineConfig, error) {
-	b, truncated, err := step.ReadRegular(path, maxRenderedFile)
+	b, truncated, err := safepath.ReadRegular(path, maxRenderedFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading rendered config: %w", err)
 	}
@@ -242,34 +230,8 @@ func ReadRendered(path string) (*mcfgv1.MachineConfig, error) {
 	return mc, nil
 }
 
-// BuildReport is work/image/build.json: what went into the image. image-sign
-// attests from it.
-type BuildReport struct {
-	// Record is the image by digest and its inputs: what image-sign
-	// attests.
-	trust.Record
-	Digest string `json:"digest"`
-	Reused bool   `json:"reused"`
-	// ReuseRejected says why the image at the tag was not reused.
-	ReuseRejected string   `json:"reuseRejected,omitempty"`
-	Fingerprint   string   `json:"fingerprint"`
-	Tag           string   `json:"tag"`
-	Base          string   `json:"base"`
-	RenderedName  string   `json:"renderedName"`
-	RenderedHash  string   `json:"renderedHash"`
-	KmodDigests   []string `json:"kmodDigests,omitempty"`
-	Pool          string   `json:"pool"`
-	Platforms     []string `json:"platforms,omitempty"`
-	Entries       []string `json:"entries"`
-	// NodeLintFindings are the node import check's warnings, whole.
-	NodeLintFindings []nodeimport.Finding `json:"nodeLintFindings,omitempty"`
-	// NodeView is what an upgraded node gets of the rendered config from
-	// the image, every path it does not get named.
-	NodeView *NodeView `json:"nodeView,omitempty"`
-}
-
 func writeReport(path string, in BuildInput, res *BuildResult) error {
-	rep := BuildReport{Record: trust.Record{Ref: res.Ref, Inputs: res.Inputs, NodeLint: res.Lint.Record()}, Digest: res.Digest.String(), Reused: res.Reused, ReuseRejected: res.Rejected, Fingerprint: res.Fingerprint,
+	rep := work.BuildReport{Record: trust.Record{Ref: res.Ref, Inputs: res.Inputs, NodeLint: res.Lint.Record()}, Digest: res.Digest.String(), Reused: res.Reused, ReuseRejected: res.Rejected, Fingerprint: res.Fingerprint,
 		Tag: res.Tag, Base: res.BaseRef, RenderedName: in.Rendered.Name, RenderedHash: RenderedHash(res.Plan),
 		KmodDigests: in.KmodDigests, Pool: in.Pool, Platforms: res.Platforms}
 	if res.Lint != nil {

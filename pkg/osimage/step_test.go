@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,7 +34,7 @@ func TestImageBuildStep(t *testing.T) {
 	key := newCosignKey(t)
 	run := func() map[string]string {
 		o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
-			RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
+			RegistryOptions: registry.RegistryOptions{Insecure: []string{reg.Host}},
 			IdentityOptions: step.IdentityOptions{PublicKey: key.pubPath},
 			Base:            reg.Host + "/base/os:1", Repository: reg.Host + "/kiln/os", Source: DefaultSource}
 		var out bytes.Buffer
@@ -132,7 +133,7 @@ func TestImageBuildStepPreflightFailsClosed(t *testing.T) {
 	work, results := t.TempDir(), t.TempDir()
 	writeRendered(t, work, renderedMC(t, "rendered-worker-abc", sampleConfig(t, "hi")))
 	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
-		RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{reg.Host}},
 		Base:            reg.Host + "/custom/other:1", PayloadBase: reg.Host + "/ocp/rhcos:1",
 		Repository: reg.Host + "/kiln/os", Source: DefaultSource}
 	err := o.Run(context.Background(), step.Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
@@ -174,13 +175,13 @@ func TestImageBuildStepKmodBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
-		RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{reg.Host}},
 		Base:            reg.Host + "/base/os:1", Repository: reg.Host + "/kiln/os", Source: DefaultSource}
 	var out bytes.Buffer
 	if err := o.Run(context.Background(), step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	rep, err := ReadReport(ReportPath(filepath.Join(work, "image")))
+	rep, err := workspace.Workspace{Root: work}.ReadBuildReport()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	os.WriteFile(filepath.Join(work, "render", "rendered.json"), b, 0o644)
 
 	common := step.Options{Work: work, ResultsDir: results, Pool: "worker"}
-	reg1 := step.RegistryOptions{Insecure: []string{reg.Host}}
+	reg1 := registry.RegistryOptions{Insecure: []string{reg.Host}}
 	var out bytes.Buffer
 	streams := step.Streams{Out: &out, Err: &out}
 	build := &BuildOptions{Options: common, RegistryOptions: reg1, Base: baseRef.String(), Repository: reg.Host + "/kiln/os", Source: DefaultSource}

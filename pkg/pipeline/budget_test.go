@@ -8,11 +8,11 @@ import (
 
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/taskresult"
 )
 
 // FuzzResultBudget: the executor refuses exactly the results kiln-steps'
-// own budget check (step.Results.Size) counts as over Tekton's limit, for
+// own budget check (taskresult.Results.Size) counts as over Tekton's limit, for
 // any values, so a step that passes its check is never failed locally.
 func FuzzResultBudget(f *testing.F) {
 	f.Add("small", 10, "x")
@@ -25,7 +25,7 @@ func FuzzResultBudget(f *testing.F) {
 		values := map[string]string{"A": a, "B": strings.Repeat("b", n) + b}
 		dir := t.TempDir()
 		tr := &taskRun{name: "t", spec: &tektonv1.TaskSpec{Results: []tektonv1.TaskResult{{Name: "A"}, {Name: "B"}, {Name: "C"}}}}
-		want := step.NewResults(dir)
+		want := taskresult.NewResults(dir)
 		for k, v := range values {
 			if err := os.WriteFile(filepath.Join(dir, k), []byte(v), 0o644); err != nil {
 				t.Fatal(err)

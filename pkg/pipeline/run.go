@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kiln-dev/kiln/pkg/step"
-
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"github.com/tektoncd/pipeline/pkg/reconciler/pipeline/dag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // errCancelled is the cause when the caller cancels the run.
@@ -381,8 +381,8 @@ func (r *run) execute(ctx context.Context, pt tektonv1.PipelineTask) TaskResult 
 	}
 	// kiln's steps record their cause where the report reads it; local
 	// mode prints the same words.
-	if work, ok := tr.bound["work"]; ok {
-		st.Failure.Cause = step.Workspace{Root: work}.ReadCause(pt.Name)
+	if dir, ok := tr.bound["work"]; ok {
+		st.Failure.Cause = work.Workspace{Root: dir}.ReadCause(pt.Name)
 	}
 	var b strings.Builder
 	st.Failure.Describe(&b, pt.Name, task.Name)

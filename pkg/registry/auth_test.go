@@ -18,7 +18,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -310,7 +309,7 @@ func TestCredentialsRegistryAuthFileEnvironment(t *testing.T) {
 	t.Setenv("REGISTRY_AUTH_FILE", f)
 	// A step's --registry-auth-file defaults to it (cmd/cli
 	// TestEnvDefaults) and RemoteFrom uses the file …
-	r, err := registry.RemoteFrom(step.RegistryOptions{AuthFile: os.Getenv("REGISTRY_AUTH_FILE")})
+	r, err := registry.RemoteFrom(registry.RegistryOptions{AuthFile: os.Getenv("REGISTRY_AUTH_FILE")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +341,7 @@ func TestCredentialsKubernetesPullSecretWorkspace(t *testing.T) {
 	e["username"], e["password"], e["email"] = alice, alicePass, ""
 	dir := mountPullSecret(t, auths(map[string]map[string]string{reg.Host: e}))
 	// A Task passes $(workspaces.registry-auth.path)/config.json.
-	r, err := registry.RemoteFrom(step.RegistryOptions{AuthFile: filepath.Join(dir, "config.json")})
+	r, err := registry.RemoteFrom(registry.RegistryOptions{AuthFile: filepath.Join(dir, "config.json")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +371,7 @@ func TestRemoteFromAuthFilePath(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := registry.RemoteFrom(step.RegistryOptions{AuthFile: c.flag})
+			r, err := registry.RemoteFrom(registry.RegistryOptions{AuthFile: c.flag})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,16 +5,16 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
-// go-containerregistry's transport.Error is a fault (step.IsFault) when
+// go-containerregistry's transport.Error is a fault (exitcode.IsFault) when
 // its status says the registry gave no answer about the image (401, 403,
 // 404, 408, 429, 5xx). pkg/step cannot know the type itself: only this
 // package may import the transport (boundary_test.go).
-func init() { step.RegisterFault(isTransportFault) }
+func init() { exitcode.RegisterFault(isTransportFault) }
 
 func isTransportFault(err error) bool {
 	var te *transport.Error
-	return errors.As(err, &te) && step.FaultStatus(te.StatusCode)
+	return errors.As(err, &te) && exitcode.FaultStatus(te.StatusCode)
 }

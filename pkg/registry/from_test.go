@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // TestRemoteFromRegistriesConfig: --registries-config is read by
@@ -50,7 +48,7 @@ location = "mirror.example:5000/ocp"
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := RemoteFrom(step.RegistryOptions{ConfigDir: c.configDir})
+			r, err := RemoteFrom(RegistryOptions{ConfigDir: c.configDir})
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), "--registries-config") || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want one naming --registries-config and %s", err, c.wantErr)

@@ -10,11 +10,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kiln-dev/kiln/pkg/step"
-
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // Remote says how to reach registries: credentials, plain-HTTP hosts,
@@ -46,12 +46,12 @@ var DefaultBackoff = remote.Backoff{Duration: 200 * time.Millisecond, Factor: 2,
 // Sentinel errors callers (and tests) tell apart. Auth failures are never
 // reported as "not found": a registry that hides a repository from an
 // anonymous user answers 401, and saying "missing" would send the admin
-// looking in the wrong place. All three are faults (step.IsFault): an
+// looking in the wrong place. All three are faults (exitcode.IsFault): an
 // error that wraps one exits 1, never 3, even from a verification.
 var (
-	ErrAuth        = step.NewFault("registry authentication failed")
-	ErrNotFound    = step.NewFault("image not found")
-	ErrUnreachable = step.NewFault("registry unreachable")
+	ErrAuth        = exitcode.NewFault("registry authentication failed")
+	ErrNotFound    = exitcode.NewFault("image not found")
+	ErrUnreachable = exitcode.NewFault("registry unreachable")
 )
 
 // ParseRef parses an image reference, over plain HTTP when its host is
@@ -161,7 +161,7 @@ func hasCode(te *transport.Error, codes ...transport.ErrorCode) bool {
 // an unreadable one fails the step at once, naming it; the "" Tekton makes
 // of $(workspaces.registries.path) for an unbound optional workspace means
 // none (see LoadDir).
-func RemoteFrom(o step.RegistryOptions) (Remote, error) {
+func RemoteFrom(o RegistryOptions) (Remote, error) {
 	cfg, err := LoadDir(o.ConfigDir)
 	if err != nil {
 		return Remote{}, fmt.Errorf("--registries-config %s: %w", o.ConfigDir, err)

@@ -13,7 +13,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/step"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -83,7 +83,7 @@ func TestRenderFromCluster(t *testing.T) {
 		t.Errorf("inputs.json lacks the ModuleDay0 or the apiserver's resourceVersions:\n%s", b)
 	}
 	// The kmod stages read the pool's ModuleDay0 from the workspace.
-	md, err := kmod.ReadModuleDay0(step.Workspace{Root: work})
+	md, err := kmod.ReadModuleDay0(workspace.Workspace{Root: work})
 	if err != nil || md.Spec.OSMapping.Build == nil {
 		t.Errorf("render/moduleday0.json: %v %+v", err, md)
 	}

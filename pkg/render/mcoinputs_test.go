@@ -10,7 +10,8 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/mcrender"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/taskresult"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 const kilnImage = "registry.test/kiln/os@sha256:abababababababababababababababababababababababababababababababab"
@@ -33,21 +34,21 @@ func TestMCOInputsSavedByRenderStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := step.Workspace{Root: t.TempDir()}
-	r := step.NewResults(t.TempDir())
+	ws := work.Workspace{Root: t.TempDir()}
+	r := taskresult.NewResults(t.TempDir())
 	if err := (&Output{Result: res, MCO: in, Results: map[string]string{"RENDERED_NAME": res.Config.Name}}).Write(ws, r); err != nil {
 		t.Fatal(err)
 	}
-	back, err := mcrender.ReadMCOInputs(ws)
+	back, err := ws.ReadMCOInputs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1, err1 := in.Predict(context.Background(), kilnImage)
-	p2, err2 := back.Predict(context.Background(), kilnImage)
+	p1, err1 := mcrender.Predict(context.Background(), in, kilnImage)
+	p2, err2 := mcrender.Predict(context.Background(), back, kilnImage)
 	if err1 != nil || err2 != nil || p1.Config.Name != p2.Config.Name {
 		t.Errorf("prediction before saving %v (%v), after %v (%v)", p1, err1, p2, err2)
 	}
-	if _, err := os.Stat(filepath.Join(ws.Root, "render", mcrender.MCOInputsFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(ws.Root, "render", work.MCOInputsFile)); err != nil {
 		t.Error(err)
 	}
 }

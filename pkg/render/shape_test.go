@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/ignres"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -19,7 +19,7 @@ func TestRenderRefusesNestedKeyBomb(t *testing.T) {
 	t.Run("spec.config", func(t *testing.T) {
 		res, err := renderOne(t, bomb)
 		wantRefused(t, res, err, "spec.config: JSON nests more than 16 levels deep")
-		if step.CodeOf(err) != step.ExitInputRejected {
+		if exitcode.CodeOf(err) != exitcode.ExitInputRejected {
 			t.Errorf("error is not marked as rejected input: %v", err)
 		}
 	})

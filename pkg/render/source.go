@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kiln-dev/kiln/pkg/step"
-
 	configv1 "github.com/openshift/api/config/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,8 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Objects are the cluster objects render reads, from a directory of
@@ -145,7 +145,7 @@ func (o *Objects) Module(pool *mcfgv1.MachineConfigPool) (*kmmv1beta1.ModuleDay0
 		// Directory mode has no apiserver to hold the ModuleDay0 to its
 		// schema; the same check runs here in both modes.
 		if err := found[0].Validate(); err != nil {
-			return nil, step.InputRejected(err)
+			return nil, exitcode.InputRejected(err)
 		}
 		return found[0], nil
 	}
@@ -157,31 +157,12 @@ func (o *Objects) Module(pool *mcfgv1.MachineConfigPool) (*kmmv1beta1.ModuleDay0
 	return nil, fmt.Errorf("MachineConfigPool %q: %d ModuleDay0s select it (%s); KMM allows one per pool", pool.Name, len(found), strings.Join(names, ", "))
 }
 
-// Input is one line of inputs.json.
-type Input struct {
-	Kind            string `json:"kind"`
-	Namespace       string `json:"namespace,omitempty"`
-	Name            string `json:"name"`
-	ResourceVersion string `json:"resourceVersion"`
-	// SpecHash is sha256:<hex> of the JSON of the object's spec (data for a
-	// ConfigMap, status.desired for the ClusterVersion).
-	SpecHash string `json:"specHash"`
-	// Role is RoleCurrent for the pool's current rendered config, read to
-	// check the new one is reconcilable with it but not merged; empty for
-	// every other input.
-	Role string `json:"role,omitempty"`
-}
-
-// RoleCurrent marks the pool's current rendered config in inputs.json: an
-// input of the render, not one of the MachineConfigs it merged.
-const RoleCurrent = "current"
-
-// NewInput records one object.
-func NewInput(kind string, meta metav1.Object, spec any) (Input, error) {
+// NewInput records one object as a line of inputs.json.
+func NewInput(kind string, meta metav1.Object, spec any) (work.Input, error) {
 	b, err := json.Marshal(spec)
 	if err != nil {
-		return Input{}, fmt.Errorf("hashing %s %q: %w", kind, meta.GetName(), err)
+		return work.Input{}, fmt.Errorf("hashing %s %q: %w", kind, meta.GetName(), err)
 	}
 	sum := sha256.Sum256(b)
-	return Input{Kind: kind, Namespace: meta.GetNamespace(), Name: meta.GetName(), ResourceVersion: meta.GetResourceVersion(), SpecHash: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return work.Input{Kind: kind, Namespace: meta.GetNamespace(), Name: meta.GetName(), ResourceVersion: meta.GetResourceVersion(), SpecHash: "sha256:" + hex.EncodeToString(sum[:])}, nil
 }

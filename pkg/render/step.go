@@ -12,9 +12,12 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/taskresult"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // StepOptions are `kiln-steps render`'s flags.
@@ -54,7 +57,7 @@ func (o *StepOptions) Validate() error {
 	if o.FetchAttempts < 1 {
 		errs = append(errs, fmt.Errorf("--fetch-attempts %d: want at least 1", o.FetchAttempts))
 	}
-	return step.ValidationErrors(append(errs, o.Options.Validate(), o.KubeOptions.Validate())...)
+	return exitcode.ValidationErrors(append(errs, o.Options.Validate(), o.KubeOptions.Validate())...)
 }
 
 // Run renders the pool and writes rendered.json, inputs.json,
@@ -67,7 +70,7 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	p := step.NewProgress(s.Out, step.StageRender)
+	p := step.NewProgress(s.Out, work.StageRender)
 	objs, err := o.load(ctx, dir)
 	if err != nil {
 		return err
@@ -98,15 +101,15 @@ func (o *StepOptions) load(ctx context.Context, dir string) (*Objects, error) {
 // inputs and the stage's results.
 type Output struct {
 	Result  *mcrender.Result
-	Inputs  []Input
+	Inputs  []work.Input
 	Results map[string]string
 	// Module is the pool's ModuleDay0, if one selects it; the kmod stages
 	// read it from the workspace.
 	Module *kmmv1beta1.ModuleDay0
-	// MCO is what the drift gate's prediction reads (predict.go): saved
+	// MCO is what the drift gate's prediction reads (pkg/mcrender/predict.go): saved
 	// here because the prediction needs the image digest, known only after
 	// image-build.
-	MCO *mcrender.MCOInputs
+	MCO *work.MCOInputs
 }
 
 // Run renders pool from objs and prepares the stage's outputs. Progress
@@ -165,7 +168,7 @@ func Run(ctx context.Context, objs *Objects, pool string, f *Fetcher, p *step.Pr
 
 // record lists every object the render read, for inputs.json.
 func (out *Output) record(objs *Objects, mcp *mcfgv1.MachineConfigPool, mod *kmmv1beta1.ModuleDay0) error {
-	add := func(in Input, err error) error {
+	add := func(in work.Input, err error) error {
 		if err == nil {
 			out.Inputs = append(out.Inputs, in)
 		}
@@ -181,7 +184,7 @@ func (out *Output) record(objs *Objects, mcp *mcfgv1.MachineConfigPool, mod *kmm
 	}
 	if cur := out.Result.Current; cur != nil {
 		in, err := NewInput("MachineConfig", cur, cur.Spec)
-		in.Role = RoleCurrent
+		in.Role = work.RoleCurrent
 		if err := add(in, err); err != nil {
 			return err
 		}
@@ -206,16 +209,16 @@ func (out *Output) record(objs *Objects, mcp *mcfgv1.MachineConfigPool, mod *kmm
 
 // Write stores rendered.json and inputs.json, then the results. Results are
 // checked against Tekton's budget before any file is written.
-func (out *Output) Write(ws step.Workspace, r *step.Results) error {
+func (out *Output) Write(ws work.Workspace, r *taskresult.Results) error {
 	for k, v := range out.Results {
 		if err := r.Set(k, v); err != nil {
 			return err
 		}
 	}
-	if size := r.Size(); size > step.MaxResultBytes {
-		return fmt.Errorf("writing results: %d bytes, limit %d: %w", size, step.MaxResultBytes, step.ErrResultBudget)
+	if size := r.Size(); size > taskresult.MaxResultBytes {
+		return fmt.Errorf("writing results: %d bytes, limit %d: %w", size, taskresult.MaxResultBytes, taskresult.ErrResultBudget)
 	}
-	if _, err := ws.Ensure(step.StageRender); err != nil {
+	if _, err := ws.Ensure(work.StageRender); err != nil {
 		return err
 	}
 	rendered, err := json.MarshalIndent(out.Result.Config, "", "  ")
@@ -228,7 +231,7 @@ func (out *Output) Write(ws step.Workspace, r *step.Results) error {
 	}
 	files := map[string][]byte{ws.RenderedPath(): rendered, ws.InputsPath(): inputs}
 	if out.MCO != nil {
-		if files[mcrender.MCOInputsPath(ws)], err = json.MarshalIndent(out.MCO, "", "  "); err != nil {
+		if files[ws.MCOInputsPath()], err = json.MarshalIndent(out.MCO, "", "  "); err != nil {
 			return fmt.Errorf("encoding the prediction's inputs: %w", err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -29,7 +31,7 @@ func runStep(t *testing.T, set func(o *StepOptions)) (int, string, string) {
 	if err != nil {
 		errb.WriteString(err.Error())
 	}
-	return step.CodeOf(err), out.String(), errb.String()
+	return exitcode.CodeOf(err), out.String(), errb.String()
 }
 
 func dirOpts(src, pool, work, results string) func(o *StepOptions) {
@@ -41,7 +43,7 @@ func dirOpts(src, pool, work, results string) func(o *StepOptions) {
 func TestStepWritesOutputs(t *testing.T) {
 	work, results := t.TempDir(), t.TempDir()
 	code, out, errs := runStep(t, dirOpts("dir:testdata/golden/custom-pool-over-worker", "infra", work, results))
-	if code != step.ExitOK {
+	if code != exitcode.ExitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	golden, err := os.ReadFile("testdata/golden/custom-pool-over-worker/results.golden")
@@ -66,7 +68,7 @@ func TestStepWritesOutputs(t *testing.T) {
 			t.Errorf("result %s = %q (%v), want %q", k, got, err, v)
 		}
 	}
-	var inputs []Input
+	var inputs []workspace.Input
 	b, _ = os.ReadFile(filepath.Join(work, "render", "inputs.json"))
 	if err := json.Unmarshal(b, &inputs); err != nil || len(inputs) != 5 {
 		t.Errorf("inputs.json: %d inputs (%v), want pool + 3 MCs + ConfigMap", len(inputs), err)
@@ -87,7 +89,7 @@ func TestStepWritesOutputs(t *testing.T) {
 func TestStepFailsClosed(t *testing.T) {
 	work, results := t.TempDir(), t.TempDir()
 	code, _, errs := runStep(t, dirOpts("dir:testdata/bad/mode-04755", "worker", work, results))
-	if code != step.ExitInputRejected || !strings.Contains(errs, `MachineConfig "10-bad": spec.config: storage.files[0] (/usr/local/bin/suid): mode 04755`) {
+	if code != exitcode.ExitInputRejected || !strings.Contains(errs, `MachineConfig "10-bad": spec.config: storage.files[0] (/usr/local/bin/suid): mode 04755`) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 	for _, dir := range []string{filepath.Join(work, "render"), results} {
@@ -103,8 +105,8 @@ func TestStepUsageErrors(t *testing.T) {
 		{"git:x", "worker", `--source "git:x"`},
 		{"dir:testdata", "a/b", `--pool "a/b"`},
 	} {
-		if code, _, errs := runStep(t, dirOpts(c.source, c.pool, t.TempDir(), t.TempDir())); code != step.ExitUsage || !strings.Contains(errs, c.want) {
-			t.Errorf("%+v: exit %d (%s), want %d naming %s", c, code, errs, step.ExitUsage, c.want)
+		if code, _, errs := runStep(t, dirOpts(c.source, c.pool, t.TempDir(), t.TempDir())); code != exitcode.ExitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("%+v: exit %d (%s), want %d naming %s", c, code, errs, exitcode.ExitUsage, c.want)
 		}
 	}
 }

@@ -3,12 +3,9 @@ package report
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
-	"github.com/kiln-dev/kiln/pkg/mcrender"
-	"github.com/kiln-dev/kiln/pkg/rollout"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Condition is one fact the summary states under its table, in the manner
@@ -26,14 +23,14 @@ type Condition struct {
 const ConditionDriftDetected = "DriftDetected"
 
 // Conditions reads the conditions the stages left in the workspace.
-func Conditions(ws step.Workspace) ([]Condition, error) {
-	var d mcrender.Drift
-	ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), rollout.DriftJSON), &d)
+func Conditions(ws work.Workspace) ([]Condition, error) {
+	var d work.Drift
+	ok, err := readJSON(ws.DriftJSONPath(), &d)
 	if err != nil || !ok {
 		return nil, err
 	}
 	msg := fmt.Sprintf("pool %s: MCO rendered %s, kiln predicted %s: %s. Diff: rollout/%s (rollout/%s).",
-		d.Pool, d.Rendered, d.Predicted, d.Cause, rollout.DriftText, rollout.DriftJSON)
+		d.Pool, d.Rendered, d.Predicted, d.Cause, work.DriftText, work.DriftJSON)
 	reason := "RenderedConfigDiffers"
 	if d.SpecsEqual {
 		reason = "RenderedNameDiffers"

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/pkg/render"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // TestRenderRowCountsWhatRenderMerged: on a cluster whose pool already has
@@ -27,10 +27,10 @@ func TestRenderRowCountsWhatRenderMerged(t *testing.T) {
 	if out.Result.Current == nil {
 		t.Fatal("the case has no current rendered config; the test needs one")
 	}
-	ws := step.Workspace{Root: t.TempDir()}
+	ws := work.Workspace{Root: t.TempDir()}
 	writeJSON(t, ws.RenderedPath(), out.Result.Config)
 	writeJSON(t, ws.InputsPath(), out.Inputs)
-	got, err := details[step.StageRender](ws)
+	got, err := details[work.StageRender](ws)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,20 +13,14 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kiln-dev/kiln/pkg/bootimage"
-	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/mcrender"
-	"github.com/kiln-dev/kiln/pkg/osimage"
-	"github.com/kiln-dev/kiln/pkg/render"
-	"github.com/kiln-dev/kiln/pkg/rollout"
-	"github.com/kiln-dev/kiln/pkg/signing"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/safepath"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Stages in pipeline order, as the summary lists them.
 var Stages = []string{
-	step.StageRender, step.StageKmodBuild, step.StageKmodSign, step.StageImageBuild,
-	step.StageImageSign, step.StageVerify, stageReproduce, step.StageRollout, step.StageBootImages,
+	work.StageRender, work.StageKmodBuild, work.StageKmodSign, work.StageImageBuild,
+	work.StageImageSign, work.StageVerify, stageReproduce, work.StageRollout, work.StageBootImages,
 }
 
 // Row is one stage in the summary.
@@ -36,7 +30,7 @@ type Row struct {
 	// (skipped or not run); empty when unknown.
 	Status string `json:"status"`
 	Detail string `json:"detail"`
-	// Cause is what a failed stage recorded as its error (step.Workspace
+	// Cause is what a failed stage recorded as its error (work.Workspace
 	// CausePath).
 	Cause string `json:"cause,omitempty"`
 }
@@ -44,7 +38,7 @@ type Row struct {
 // Collect builds one row per stage from the workspace. A report file that
 // exists but cannot be read is an error; a missing one means the stage
 // left nothing (skipped, or failed before writing).
-func Collect(ws step.Workspace, status map[string]string) ([]Row, error) {
+func Collect(ws work.Workspace, status map[string]string) ([]Row, error) {
 	var rows []Row
 	var errs []error
 	for _, s := range Stages {
@@ -67,9 +61,9 @@ func Collect(ws step.Workspace, status map[string]string) ([]Row, error) {
 // differed.
 const stageReproduce = "reproduce"
 
-var details = map[string]func(step.Workspace) (string, error){
-	stageReproduce: func(step.Workspace) (string, error) { return "", nil },
-	step.StageRender: func(ws step.Workspace) (string, error) {
+var details = map[string]func(work.Workspace) (string, error){
+	stageReproduce: func(work.Workspace) (string, error) { return "", nil },
+	work.StageRender: func(ws work.Workspace) (string, error) {
 		var mc mcfgv1.MachineConfig
 		if ok, err := readJSON(ws.RenderedPath(), &mc); !ok || err != nil {
 			return "", err
@@ -77,21 +71,21 @@ var details = map[string]func(step.Workspace) (string, error){
 		// The MachineConfigs merged, as render's log counts them: the
 		// pool, the payload objects and the pool's current rendered config
 		// (read to check reconcilability, not merged) are inputs too.
-		var inputs []render.Input
+		var inputs []work.Input
 		_, _ = readJSON(ws.InputsPath(), &inputs)
 		mcs := 0
 		for _, in := range inputs {
-			if in.Kind == "MachineConfig" && in.Role != render.RoleCurrent {
+			if in.Kind == "MachineConfig" && in.Role != work.RoleCurrent {
 				mcs++
 			}
 		}
 		return fmt.Sprintf("%s from %d MachineConfigs; osImageURL %s", mc.Name, mcs, mc.Spec.OSImageURL), nil
 	},
-	step.StageKmodBuild: kmodDetail("build.json"),
-	step.StageKmodSign:  kmodDetail("sign.json"),
-	step.StageImageBuild: func(ws step.Workspace) (string, error) {
-		var b osimage.BuildReport
-		if ok, err := readJSON(osimage.ReportPath(ws.StageDir(step.StageImageBuild)), &b); !ok || err != nil {
+	work.StageKmodBuild: kmodDetail(work.KmodBuildFile),
+	work.StageKmodSign:  kmodDetail(work.KmodSignFile),
+	work.StageImageBuild: func(ws work.Workspace) (string, error) {
+		var b work.BuildReport
+		if ok, err := readJSON(ws.BuildReportPath(), &b); !ok || err != nil {
 			return "", err
 		}
 		how := fmt.Sprintf("built %d entries on %s", len(b.Entries), b.Base)
@@ -100,35 +94,35 @@ var details = map[string]func(step.Workspace) (string, error){
 		}
 		return b.Ref + ": " + how, nil
 	},
-	step.StageImageSign: func(ws step.Workspace) (string, error) {
-		var r signing.SignResult
-		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageImageSign), "sign.json"), &r); !ok || err != nil {
+	work.StageImageSign: func(ws work.Workspace) (string, error) {
+		var r work.SignResult
+		if ok, err := readJSON(ws.SignResultPath(), &r); !ok || err != nil {
 			return "", err
 		}
 		return "signature " + r.SignatureRef + ", provenance " + r.AttestationRef, nil
 	},
-	step.StageVerify: func(ws step.Workspace) (string, error) {
-		if _, err := os.Stat(filepath.Join(ws.StageDir(step.StageVerify), "policy.json")); err != nil {
+	work.StageVerify: func(ws work.Workspace) (string, error) {
+		if _, err := os.Stat(filepath.Join(ws.StageDir(work.StageVerify), work.PolicyFile)); err != nil {
 			return "", nil
 		}
 		return "policy fragment for nodes in image/policy.json and image/registries.d/", nil
 	},
-	step.StageRollout: func(ws step.Workspace) (string, error) {
-		var tl []rollout.Event
-		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), &tl); !ok || err != nil {
+	work.StageRollout: func(ws work.Workspace) (string, error) {
+		var tl []work.Event
+		if ok, err := readJSON(ws.TimelinePath(), &tl); !ok || err != nil {
 			return "", err
 		}
-		var d mcrender.Drift
-		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), rollout.DriftJSON), &d); err != nil {
+		var d work.Drift
+		if ok, err := readJSON(ws.DriftJSONPath(), &d); err != nil {
 			return "", err
 		} else if ok {
 			return fmt.Sprintf("drift gate: MCO rendered %s, kiln predicted %s (see Conditions); %s", d.Rendered, d.Predicted, nodeSummary(tl)), nil
 		}
 		return nodeSummary(tl), nil
 	},
-	step.StageBootImages: func(ws step.Workspace) (string, error) {
-		var r bootimage.Report
-		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageBootImages), "report.json"), &r); !ok || err != nil {
+	work.StageBootImages: func(ws work.Workspace) (string, error) {
+		var r work.BootImageReport
+		if ok, err := readJSON(ws.BootImageReportPath(), &r); !ok || err != nil {
 			return "", err
 		}
 		reasons := map[string]int{}
@@ -140,10 +134,10 @@ var details = map[string]func(step.Workspace) (string, error){
 	},
 }
 
-func kmodDetail(file string) func(step.Workspace) (string, error) {
-	return func(ws step.Workspace) (string, error) {
-		var r kmod.KmodReport
-		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageKmodSign), file), &r); !ok || err != nil {
+func kmodDetail(file string) func(work.Workspace) (string, error) {
+	return func(ws work.Workspace) (string, error) {
+		var r work.KmodReport
+		if ok, err := readJSON(filepath.Join(ws.StageDir(work.StageKmodSign), file), &r); !ok || err != nil {
 			return "", err
 		}
 		d := r.Image
@@ -155,9 +149,9 @@ func kmodDetail(file string) func(step.Workspace) (string, error) {
 }
 
 // imageOf is the image the run built or reused, "" before image-build.
-func imageOf(ws step.Workspace) string {
-	var b osimage.BuildReport
-	if ok, err := readJSON(osimage.ReportPath(ws.StageDir(step.StageImageBuild)), &b); !ok || err != nil {
+func imageOf(ws work.Workspace) string {
+	var b work.BuildReport
+	if ok, err := readJSON(ws.BuildReportPath(), &b); !ok || err != nil {
 		return ""
 	}
 	return b.Ref
@@ -168,9 +162,9 @@ func imageOf(ws step.Workspace) string {
 // as they stood when the watch began (rollout.Tracker.Observe), so an
 // Updated=True there is a node already on its config, not one this run
 // moved: drift-gate runs that stop before any node moves count none.
-func nodesOf(ws step.Workspace) string {
-	var tl []rollout.Event
-	if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), &tl); !ok || err != nil {
+func nodesOf(ws work.Workspace) string {
+	var tl []work.Event
+	if ok, err := readJSON(ws.TimelinePath(), &tl); !ok || err != nil {
 		return ""
 	}
 	n := 0
@@ -188,7 +182,7 @@ func nodesOf(ws step.Workspace) string {
 // movedNodes says, for every node in the timeline, whether this run
 // updated it: its Updated condition was seen other than True (the update
 // began, or was under way when the watch began) and then True.
-func movedNodes(tl []rollout.Event) map[string]bool {
+func movedNodes(tl []work.Event) map[string]bool {
 	pending := map[string]bool{}
 	moved := map[string]bool{}
 	for _, e := range tl {
@@ -214,7 +208,7 @@ const phaseUpdated = string(mcfgv1.MachineConfigNodeUpdated)
 // nodeSummary says where each node ended: the last parent phase it
 // reached in this run, from the rollout timeline; a node that only ever
 // showed Updated=True was on its config before the run and is unchanged.
-func nodeSummary(tl []rollout.Event) string {
+func nodeSummary(tl []work.Event) string {
 	moved := movedNodes(tl)
 	last := map[string]string{}
 	for _, e := range tl {
@@ -273,7 +267,7 @@ const maxReportFile = 32 << 20
 // readJSON decodes path; ok is false when the file does not exist. Only a
 // regular file is read, through maxReportFile.
 func readJSON(path string, into any) (bool, error) {
-	b, truncated, err := step.ReadRegular(path, maxReportFile)
+	b, truncated, err := safepath.ReadRegular(path, maxReportFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}

@@ -12,11 +12,10 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kiln-dev/kiln/pkg/bootimage"
-	"github.com/kiln-dev/kiln/pkg/osimage"
-	"github.com/kiln-dev/kiln/pkg/rollout"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/golden"
 )
 
@@ -35,21 +34,21 @@ func writeJSON(t *testing.T, path string, v any) {
 // summary the finally task prints.
 func TestReportStep(t *testing.T) {
 	work := t.TempDir()
-	ws := step.Workspace{Root: work}
+	ws := workspace.Workspace{Root: work}
 	writeJSON(t, ws.RenderedPath(), mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-worker-abc"}, Spec: mcfgv1.MachineConfigSpec{OSImageURL: "quay.io/x/os@sha256:1"}})
 	writeJSON(t, ws.InputsPath(), []map[string]string{{"kind": "MachineConfigPool", "name": "worker"}, {"kind": "MachineConfig", "name": "a"}, {"kind": "MachineConfig", "name": "b"}})
-	writeJSON(t, osimage.ReportPath(ws.StageDir(step.StageImageBuild)), osimage.BuildReport{Record: trust.Record{Ref: "r/os@sha256:2"}, Reused: true, Fingerprint: "0123456789abcdef"})
-	writeJSON(t, filepath.Join(ws.StageDir(step.StageRollout), "timeline.json"), []rollout.Event{
+	writeJSON(t, ws.BuildReportPath(), workspace.BuildReport{Record: trust.Record{Ref: "r/os@sha256:2"}, Reused: true, Fingerprint: "0123456789abcdef"})
+	writeJSON(t, filepath.Join(ws.StageDir(workspace.StageRollout), "timeline.json"), []workspace.Event{
 		{Node: "w0", Phase: "Updated", Status: "True"}, {Node: "w1", Phase: "Updated", Status: "True"}, // before the run
 		{Node: "w0", Phase: "Updated", Status: "False"},
 		{Node: "w0", Phase: "UpdatePrepared", Status: "Unknown"}, {Node: "w0", Phase: "Updated", Status: "True"},
 		{Node: "w1", Phase: "UpdateExecuted", Status: "Unknown"}, {Node: "w1", Phase: "NodeDegraded", Status: "True"},
 	})
-	writeJSON(t, filepath.Join(ws.StageDir(step.StageBootImages), "report.json"), bootimage.Report{
-		Enrolled: 3, Patched: []bootimage.Outcome{{}}, Skipped: []bootimage.Outcome{{Reason: "owned"}, {Reason: "owned"}},
+	writeJSON(t, filepath.Join(ws.StageDir(workspace.StageBootImages), "report.json"), workspace.BootImageReport{
+		Enrolled: 3, Patched: []workspace.Outcome{{}}, Skipped: []workspace.Outcome{{Reason: "owned"}, {Reason: "owned"}},
 	})
 	// The rollout failed: its cause, as the step recorded it, leads its row.
-	if err := ws.WriteCause(step.StageRollout, errors.New("rolling out r/os@sha256:2 to pool worker: node w1 degraded: "+
+	if err := ws.WriteCause(workspace.StageRollout, errors.New("rolling out r/os@sha256:2 to pool worker: node w1 degraded: "+
 		"UpdateExecuted: Draining node failed: pod default/web-0 cannot be evicted (PodDisruptionBudget web allows 0 disruptions)")); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +65,7 @@ func TestReportStep(t *testing.T) {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 	golden.Check(t, filepath.Join("testdata", "summary.txt"), out.Bytes())
-	for name, want := range map[string]string{"FAILED_STAGE": "rollout", "FAILURE": ws.ReadCause(step.StageRollout)} {
+	for name, want := range map[string]string{"FAILED_STAGE": "rollout", "FAILURE": ws.ReadCause(workspace.StageRollout)} {
 		if got, err := os.ReadFile(filepath.Join(o.ResultsDir, name)); err != nil || string(got) != want || want == "" {
 			t.Errorf("result %s = %q (%v), want %q", name, got, err, want)
 		}
@@ -98,7 +97,7 @@ func TestReportStep(t *testing.T) {
 
 func TestReportErrors(t *testing.T) {
 	work := t.TempDir()
-	ws := step.Workspace{Root: work}
+	ws := workspace.Workspace{Root: work}
 	if err := os.MkdirAll(filepath.Dir(ws.RenderedPath()), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +107,7 @@ func TestReportErrors(t *testing.T) {
 	}
 	o := DefaultOptions()
 	o.Pool, o.Work, o.Statuses = "worker", t.TempDir(), []string{"render"}
-	if err := o.Validate(); step.CodeOf(err) != step.ExitUsage || !strings.Contains(err.Error(), `--status "render": want stage=status`) {
+	if err := o.Validate(); exitcode.CodeOf(err) != exitcode.ExitUsage || !strings.Contains(err.Error(), `--status "render": want stage=status`) {
 		t.Errorf("bad --status: %v", err)
 	}
 }

@@ -8,8 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/taskresult"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Options are the flags of `kiln-steps report`.
@@ -38,7 +41,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--status %q: want stage=status", kv))
 		}
 	}
-	return step.ValidationErrors(errs...)
+	return exitcode.ValidationErrors(errs...)
 }
 
 // Run prints the summary as text and writes it to report/summary.txt and,
@@ -69,11 +72,11 @@ func (o *Options) Run(_ context.Context, s step.Streams) error {
 	Markdown(&md, lead, rows)
 	MarkdownConditions(&md, conds)
 	Text(&text, lead, rows, conds)
-	dir, err := ws.Ensure(step.StageReport)
+	dir, err := ws.Ensure(work.StageReport)
 	if err != nil {
 		return err
 	}
-	for name, b := range map[string][]byte{"summary.md": md.Bytes(), "summary.txt": text.Bytes()} {
+	for name, b := range map[string][]byte{work.SummaryMarkdownFile: md.Bytes(), work.SummaryTextFile: text.Bytes()} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return fmt.Errorf("writing the summary: %w", err)
 		}
@@ -92,7 +95,7 @@ const MaxFailure = 1500
 // writeResults gives the run level what an operator needs first: which
 // stage failed and why (the pipeline's FAILED_STAGE and FAILURE results
 // come from these).
-func writeResults(res *step.Results, rows []Row) error {
+func writeResults(res *taskresult.Results, rows []Row) error {
 	stage, cause := failed(rows)
 	if err := res.Set("FAILED_STAGE", stage); err != nil {
 		return err

@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	intoto "github.com/in-toto/in-toto-golang/in_toto"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -41,13 +41,13 @@ type Attested struct {
 // credentials is a failure, never a refusal.
 func attested(ctx context.Context, r registry.Remote, image name.Digest, id trust.Identity) (*Attested, error) {
 	sts, err := signing.Statements(ctx, r, image, id)
-	if step.IsFault(err) {
+	if exitcode.IsFault(err) {
 		// No answer about the image (unreachable, credentials, 5xx,
 		// missing image): a failure, never a refusal.
 		return nil, registry.Classify(err, "reading signatures of", image.String())
 	}
 	if err != nil {
-		return nil, step.Refused(fmt.Errorf("%s carries no kiln signature and attestation from %s: %w", image, id, err))
+		return nil, exitcode.Refused(fmt.Errorf("%s carries no kiln signature and attestation from %s: %w", image, id, err))
 	}
 	return pick(sts, image)
 }
@@ -79,7 +79,7 @@ func pick(sts []intoto.Statement, image name.Digest) (*Attested, error) {
 		}
 		a := &Attested{Ref: image, Kind: kind, Inputs: in, BuilderVersion: builderVersion(st)}
 		if found != nil && found.Inputs.Diff(in) != "" {
-			return nil, step.Refused(fmt.Errorf("%s: kiln attested two different builds (%s); nothing to rebuild from", image, found.Inputs.Diff(in)))
+			return nil, exitcode.Refused(fmt.Errorf("%s: kiln attested two different builds (%s); nothing to rebuild from", image, found.Inputs.Diff(in)))
 		}
 		found = a
 	}
@@ -88,7 +88,7 @@ func pick(sts []intoto.Statement, image name.Digest) (*Attested, error) {
 		if len(seen) > 0 {
 			why = strings.Join(seen, "; ")
 		}
-		return nil, step.Refused(fmt.Errorf("%s: no verified attestation of a kiln build (node-image, kmod-build or kmod-sign) about this digest; found: %s", image, why))
+		return nil, exitcode.Refused(fmt.Errorf("%s: no verified attestation of a kiln build (node-image, kmod-build or kmod-sign) about this digest; found: %s", image, why))
 	}
 	return found, nil
 }

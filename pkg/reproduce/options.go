@@ -6,9 +6,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/taskresult"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -17,7 +20,7 @@ const Stage = "reproduce"
 
 // Options are the flags of `kiln-steps reproduce`.
 type Options struct {
-	step.RegistryOptions
+	registry.RegistryOptions
 	// IdentityOptions name the signer whose attestation is the list of
 	// inputs: only an image kiln's identity attested is rebuilt.
 	step.IdentityOptions
@@ -71,8 +74,8 @@ func (o *Options) Validate() error {
 	if o.ReportFile != "" && filepath.Base(o.ReportFile) == "." {
 		out = fmt.Errorf("--report-file %q: want a file", o.ReportFile)
 	}
-	return step.ValidationErrors(step.RequireDigestRef("image", o.Image), o.IdentityOptions.Validate(),
-		step.Required("buildah", o.Buildah), out)
+	return exitcode.ValidationErrors(imageref.RequireDigestRef("image", o.Image), o.IdentityOptions.Validate(),
+		exitcode.Required("buildah", o.Buildah), out)
 }
 
 // Run verifies, rebuilds and compares; it returns a NotReproducible
@@ -88,7 +91,7 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 	if id.IsZero() {
 		// Nothing was checked, so nothing was refused: the command line
 		// names no identity to check with (a usage error, exit 2).
-		return &step.UsageError{Err: fmt.Errorf("reproducing %s: %w (--public-key %s does not exist and no keyless identity is given): the attestation names the inputs, so it must be verified first", o.Image, trust.ErrNoIdentity, o.PublicKey)}
+		return &exitcode.UsageError{Err: fmt.Errorf("reproducing %s: %w (--public-key %s does not exist and no keyless identity is given): the attestation names the inputs, so it must be verified first", o.Image, trust.ErrNoIdentity, o.PublicKey)}
 	}
 	r, err := registry.RemoteFrom(o.RegistryOptions)
 	if err != nil {
@@ -118,7 +121,7 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 		return runErr
 	}
 	if !rp.report.Reproduced {
-		return step.NotReproducible(fmt.Errorf("%s is not reproducible: %s", o.Image, rp.report.Summary(400)))
+		return exitcode.NotReproducible(fmt.Errorf("%s is not reproducible: %s", o.Image, rp.report.Summary(400)))
 	}
 	return nil
 }
@@ -134,7 +137,7 @@ func (o *Options) write(rep *Report, runErr error) error {
 	if o.ResultsDir == "" {
 		return nil
 	}
-	res := step.NewResults(o.ResultsDir)
+	res := taskresult.NewResults(o.ResultsDir)
 	summary := rep.Summary(maxDiffResult)
 	if runErr != nil {
 		summary = clip(runErr.Error(), maxDiffResult)

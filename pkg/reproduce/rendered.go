@@ -8,11 +8,12 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/ignres"
 	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/safepath"
 )
 
 // maxRenderedBytes bounds a rendered config read from an image or a
@@ -33,7 +34,7 @@ func renderedConfig(img v1.Image, file string) (mc *mcfgv1.MachineConfig, hash s
 		// Only a regular file, through the cap: a FIFO or /dev/zero
 		// named here neither hangs nor fills memory.
 		var truncated bool
-		if raw, truncated, err = step.ReadRegular(file, maxRenderedBytes); err != nil {
+		if raw, truncated, err = safepath.ReadRegular(file, maxRenderedBytes); err != nil {
 			return nil, "", fmt.Errorf("reading --rendered-config: %w", err)
 		}
 		if truncated {
@@ -48,7 +49,7 @@ func renderedConfig(img v1.Image, file string) (mc *mcfgv1.MachineConfig, hash s
 		}
 	}
 	if len(raw) > maxRenderedBytes {
-		return nil, "", step.InputRejected(fmt.Errorf("rendered config %s: over %d bytes", from, maxRenderedBytes))
+		return nil, "", exitcode.InputRejected(fmt.Errorf("rendered config %s: over %d bytes", from, maxRenderedBytes))
 	}
 	if mc, err = decodeMachineConfig(from, raw); err != nil {
 		return nil, "", err
@@ -67,10 +68,10 @@ func decodeMachineConfig(from string, raw []byte) (*mcfgv1.MachineConfig, error)
 	err := manifests.Decode(from, bytes.NewReader(raw), func(o runtime.Object) error {
 		m, ok := o.(*mcfgv1.MachineConfig)
 		if !ok {
-			return step.InputRejected(fmt.Errorf("%s is a %s, want a MachineConfig", manifests.ObjectName(o), o.GetObjectKind().GroupVersionKind().Kind))
+			return exitcode.InputRejected(fmt.Errorf("%s is a %s, want a MachineConfig", manifests.ObjectName(o), o.GetObjectKind().GroupVersionKind().Kind))
 		}
 		if mc != nil {
-			return step.InputRejected(fmt.Errorf("more than one MachineConfig"))
+			return exitcode.InputRejected(fmt.Errorf("more than one MachineConfig"))
 		}
 		mc = m
 		return nil
@@ -79,7 +80,7 @@ func decodeMachineConfig(from string, raw []byte) (*mcfgv1.MachineConfig, error)
 		return nil, fmt.Errorf("decoding rendered config: %w", err)
 	}
 	if mc == nil {
-		return nil, step.InputRejected(fmt.Errorf("decoding rendered config %s: no MachineConfig", from))
+		return nil, exitcode.InputRejected(fmt.Errorf("decoding rendered config %s: no MachineConfig", from))
 	}
 	return mc, nil
 }

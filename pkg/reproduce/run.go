@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -43,7 +44,7 @@ func (rp *reproducer) reproduce(ctx context.Context, ref string) error {
 	rp.done[ref] = true
 	dig, err := name.NewDigest(ref)
 	if err != nil {
-		return step.UsageErrorf("image %q: %v", ref, err)
+		return exitcode.UsageErrorf("image %q: %v", ref, err)
 	}
 	rp.p.Printf("verifying kiln's attestation of %s with %s", ref, rp.id)
 	at, err := attested(ctx, rp.r, dig, rp.id)
@@ -129,7 +130,7 @@ func (rp *reproducer) nodeImage(ctx context.Context, at *Attested, sub *subject)
 	}
 	if got != want {
 		if rp.o.RenderedConfig != "" {
-			return nil, step.InputRejected(fmt.Errorf("--rendered-config %s (%s) hashes to %s, but kiln attested %s: not the config %s was built from",
+			return nil, exitcode.InputRejected(fmt.Errorf("--rendered-config %s (%s) hashes to %s, but kiln attested %s: not the config %s was built from",
 				rp.o.RenderedConfig, mc.Name, got, want, at.Ref))
 		}
 		// The image does not hold the config it claims to be built from:

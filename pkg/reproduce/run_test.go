@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"io"
 	"maps"
 	"os"
@@ -22,6 +23,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/reproduce"
@@ -98,14 +100,14 @@ func (s *site) build(t *testing.T, base, motd string) (string, trust.Inputs) {
 	rendered(t, work, motd)
 	o := osimage.DefaultBuildOptions()
 	o.Options = step.Options{Work: work, ResultsDir: t.TempDir(), Pool: "worker"}
-	o.RegistryOptions = step.RegistryOptions{Insecure: []string{s.host}}
+	o.RegistryOptions = registry.RegistryOptions{Insecure: []string{s.host}}
 	o.IdentityOptions = step.IdentityOptions{PublicKey: filepath.Join(s.keys, "cosign.pub")}
 	o.Base, o.Repository, o.Source = base, s.repo, osimage.DefaultSource
 	var out bytes.Buffer
 	if err := o.Run(context.Background(), step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("image-build: %v\n%s", err, out.String())
 	}
-	rec, err := trust.ReadRecord(osimage.ReportPath(filepath.Join(work, "image")))
+	rec, err := trust.ReadRecord(workspace.Workspace{Root: work}.BuildReportPath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func (s *site) reproduce(t *testing.T, image string, set func(*reproduce.Options
 	o := reproduce.DefaultOptions()
 	o.Image = image
 	o.PublicKey = filepath.Join(s.keys, "cosign.pub")
-	o.RegistryOptions = step.RegistryOptions{Insecure: []string{s.host}}
+	o.RegistryOptions = registry.RegistryOptions{Insecure: []string{s.host}}
 	o.ResultsDir = t.TempDir()
 	o.ReportFile = filepath.Join(t.TempDir(), "diff.json")
 	if set != nil {
@@ -147,7 +149,7 @@ func (s *site) reproduce(t *testing.T, image string, set func(*reproduce.Options
 	}
 	var out, errb bytes.Buffer
 	err := o.Run(context.Background(), step.Streams{Out: &out, Err: &errb})
-	res := outcome{code: step.CodeOf(err), out: out.String(), err: errb.String(), results: map[string]string{}}
+	res := outcome{code: exitcode.CodeOf(err), out: out.String(), err: errb.String(), results: map[string]string{}}
 	if err != nil {
 		res.err += err.Error()
 	}
@@ -191,7 +193,7 @@ func TestReproduceRefusesAnUnattestedImage(t *testing.T) {
 	}
 	ref := s.push(t, s.repo+":unsigned", img)
 	got := s.reproduce(t, ref, nil)
-	if got.code != step.ExitRefused || got.results["REPRODUCED"] != "false" || !strings.Contains(got.err, "no kiln signature") {
+	if got.code != exitcode.ExitRefused || got.results["REPRODUCED"] != "false" || !strings.Contains(got.err, "no kiln signature") {
 		t.Errorf("exit %d, results %v, stderr %s; want 3 and REPRODUCED=false", got.code, got.results, got.err)
 	}
 }
@@ -206,7 +208,7 @@ func TestReproduceChangedRenderedConfig(t *testing.T) {
 	evil, _ := s.build(t, s.base, "owned")
 	s.sign(t, evil, honestInputs)
 	got := s.reproduce(t, evil, nil)
-	if got.code != step.ExitNotReproducible || !strings.Contains(got.out, osimage.CurrentConfigPath) ||
+	if got.code != exitcode.ExitNotReproducible || !strings.Contains(got.out, osimage.CurrentConfigPath) ||
 		got.results["REPRODUCED"] != "false" || len(got.report.Images) != 1 || got.report.Images[0].Identical {
 		t.Fatalf("exit %d, results %v\n%s\n%s", got.code, got.results, got.out, got.err)
 	}
@@ -218,7 +220,7 @@ func TestReproduceChangedRenderedConfig(t *testing.T) {
 	// A --rendered-config of another config is refused, naming both hashes.
 	other := rendered(t, t.TempDir(), "other")
 	got = s.reproduce(t, evil, func(o *reproduce.Options) { o.RenderedConfig = other })
-	if got.code != step.ExitInputRejected || !strings.Contains(got.err, "kiln attested") {
+	if got.code != exitcode.ExitInputRejected || !strings.Contains(got.err, "kiln attested") {
 		t.Errorf("another config: exit %d %s", got.code, got.err)
 	}
 }
@@ -229,7 +231,7 @@ func TestReproduceHonestImage(t *testing.T) {
 	ref, in := s.build(t, s.base, "hello")
 	s.sign(t, ref, in)
 	got := s.reproduce(t, ref, nil)
-	if got.code != step.ExitOK || got.out != "identical "+ref+"\n" || got.results["REPRODUCED"] != "true" || got.results["DIFF"] != "identical" {
+	if got.code != exitcode.ExitOK || got.out != "identical "+ref+"\n" || got.results["REPRODUCED"] != "true" || got.results["DIFF"] != "identical" {
 		t.Fatalf("exit %d, results %v\nstdout %q\n%s", got.code, got.results, got.out, got.err)
 	}
 }
@@ -259,7 +261,7 @@ func TestReproduceChangedBase(t *testing.T) {
 // name every path in paths.
 func assertDiffers(t *testing.T, got outcome, paths ...string) {
 	t.Helper()
-	if got.code != step.ExitNotReproducible || got.results["REPRODUCED"] != "false" {
+	if got.code != exitcode.ExitNotReproducible || got.results["REPRODUCED"] != "false" {
 		t.Fatalf("exit %d, results %v\n%s\n%s", got.code, got.results, got.out, got.err)
 	}
 	var files []string
@@ -313,7 +315,7 @@ func TestReproduceOtherBuildFormatFails(t *testing.T) {
 	old.Parameters["format"] = "kiln-image/0"
 	s.sign(t, ref, old)
 	got := s.reproduce(t, ref, nil)
-	if got.code != step.ExitFailure || !strings.Contains(got.err, "format") || got.results["REPRODUCED"] != "false" {
+	if got.code != exitcode.ExitFailure || !strings.Contains(got.err, "format") || got.results["REPRODUCED"] != "false" {
 		t.Errorf("exit %d, results %v\n%s", got.code, got.results, got.err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -48,7 +49,7 @@ func TestValidate(t *testing.T) {
 				}
 				return
 			}
-			if step.CodeOf(err) != step.ExitUsage {
+			if exitcode.CodeOf(err) != exitcode.ExitUsage {
 				t.Fatalf("Validate() = %v, want a usage error", err)
 			}
 			for _, w := range c.want {
@@ -71,7 +72,7 @@ func TestRunWithoutIdentityIsUsageError(t *testing.T) {
 	o.Image = digestRef
 	o.PublicKey = filepath.Join(t.TempDir(), "missing.pub")
 	err := o.Run(t.Context(), step.Streams{Out: &strings.Builder{}, Err: &strings.Builder{}})
-	if step.CodeOf(err) != step.ExitUsage || !errors.Is(err, trust.ErrNoIdentity) || !strings.Contains(err.Error(), "--public-key "+o.PublicKey) {
+	if exitcode.CodeOf(err) != exitcode.ExitUsage || !errors.Is(err, trust.ErrNoIdentity) || !strings.Contains(err.Error(), "--public-key "+o.PublicKey) {
 		t.Errorf("Run() = %v, want a usage error for no identity naming --public-key", err)
 	}
 }
@@ -131,7 +132,7 @@ func TestPickAttestation(t *testing.T) {
 				}
 				return
 			}
-			if step.CodeOf(err) != step.ExitRefused || !strings.Contains(err.Error(), c.want) {
+			if exitcode.CodeOf(err) != exitcode.ExitRefused || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("pick() = %v, want a refusal naming %q", err, c.want)
 			}
 		})
@@ -188,7 +189,7 @@ func TestRenderedConfigFromImageOrFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Replace(string(b), `"spec": {`, `"spec": {"kernelTyp": "x",`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := renderedConfig(nil, path); step.CodeOf(err) != step.ExitInputRejected || !strings.Contains(err.Error(), "kernelTyp") {
+	if _, _, err := renderedConfig(nil, path); exitcode.CodeOf(err) != exitcode.ExitInputRejected || !strings.Contains(err.Error(), "kernelTyp") {
 		t.Errorf("an unknown field: %v, want input rejected naming kernelTyp", err)
 	}
 }

@@ -6,9 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kiln-dev/kiln/pkg/mcrender"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // checkAgreement refuses a rollout whose image, work folder and pool do
@@ -18,20 +17,20 @@ import (
 // worker's configuration on master's nodes. What a workspace does not
 // hold (a rollout Task run on its own) is not checked; what it holds is
 // read in full, and an unreadable record is an error.
-func checkAgreement(ws step.Workspace, pool, image string) error {
+func checkAgreement(ws work.Workspace, pool, image string) error {
 	if ws.Root == "" {
 		return nil
 	}
-	in, err := mcrender.ReadMCOInputs(ws)
+	in, err := ws.ReadMCOInputs()
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
 		return fmt.Errorf("checking the work folder against pool %s: %w", pool, err)
 	case in.Pool.Name != pool:
 		return fmt.Errorf("refusing to roll out to pool %s: the work folder's render (%s) is for pool %s",
-			pool, mcrender.MCOInputsPath(ws), in.Pool.Name)
+			pool, ws.MCOInputsPath(), in.Pool.Name)
 	}
-	path := filepath.Join(ws.StageDir(step.StageImageBuild), "build.json")
+	path := filepath.Join(ws.StageDir(work.StageImageBuild), "build.json")
 	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kiln-dev/kiln/cmd/cli"
-	"github.com/kiln-dev/kiln/pkg/mcrender"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/rollout"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 )
 
 // `rollout --pool master` refuses a work folder rendered or built for
@@ -43,9 +43,9 @@ func TestRolloutRefusesImageAndWorkFolderOfAnotherPool(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			work, results := t.TempDir(), t.TempDir()
-			ws := step.Workspace{Root: work}
+			ws := workspace.Workspace{Root: work}
 			if c.renderedFor != "" {
-				writeJSONFile(t, mcrender.MCOInputsPath(ws), mcrender.MCOInputs{
+				writeJSONFile(t, ws.MCOInputsPath(), workspace.MCOInputs{
 					Pool:    &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: c.renderedFor}},
 					Configs: []*mcfgv1.MachineConfig{{ObjectMeta: metav1.ObjectMeta{Name: "00-" + c.renderedFor}}},
 				})
@@ -56,12 +56,12 @@ func TestRolloutRefusesImageAndWorkFolderOfAnotherPool(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				writeJSONFile(t, filepath.Join(ws.StageDir(step.StageImageBuild), "build.json"), trust.Record{Ref: c.ref, Inputs: in})
+				writeJSONFile(t, filepath.Join(ws.StageDir(workspace.StageImageBuild), "build.json"), trust.Record{Ref: c.ref, Inputs: in})
 			}
 			var out, errb bytes.Buffer
 			code := cli.Execute(t.Context(), cli.NewSteps(), []string{"rollout", "--source", "dir:../../examples/cluster",
 				"--pool", "master", "--image", c.image, "--work", work, "--results-dir", results}, &out, &errb)
-			if code == step.ExitOK {
+			if code == exitcode.ExitOK {
 				t.Fatalf("exit 0; stdout %s", out.String())
 			}
 			for _, want := range c.wantInMessages {
@@ -72,7 +72,7 @@ func TestRolloutRefusesImageAndWorkFolderOfAnotherPool(t *testing.T) {
 			if b, _ := os.ReadFile(filepath.Join(results, "ROLLOUT_STATE")); string(b) != rollout.StateRefused {
 				t.Errorf("ROLLOUT_STATE %q, want %s", b, rollout.StateRefused)
 			}
-			written, _ := filepath.Glob(filepath.Join(ws.StageDir(step.StageRollout), "*.yaml"))
+			written, _ := filepath.Glob(filepath.Join(ws.StageDir(workspace.StageRollout), "*.yaml"))
 			if len(written) != 0 {
 				t.Errorf("MachineConfig written despite the refusal: %v", written)
 			}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/kiln-dev/kiln/pkg/rollout"
+	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/mcosim"
 )
 
@@ -237,7 +238,7 @@ func TestRollout(t *testing.T) {
 	})
 }
 
-func upTo(tl []rollout.Event, last rollout.Event) []rollout.Event {
+func upTo(tl []work.Event, last work.Event) []work.Event {
 	for i, e := range tl {
 		if e == last {
 			return tl[:i]

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/pkg/mcrender"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // The drift gate (README "Drift gate"): before any node may update, kiln
@@ -113,7 +114,7 @@ func releasePool(ctx context.Context, c client.Client, name string, unpause bool
 
 // gate waits for MCO's render of kiln's MachineConfig and compares it with
 // the prediction. A nil Drift means the names are equal.
-func (r *roller) compare(ctx context.Context) (*mcrender.Drift, error) {
+func (r *roller) compare(ctx context.Context) (*work.Drift, error) {
 	start := time.Now()
 	var mcoName string
 	if err := r.w.waitFor(ctx, "MCO to render pool "+r.cfg.Pool+" with kiln's MachineConfig", r.rendered(&mcoName)); err != nil {
@@ -133,7 +134,7 @@ func (r *roller) compare(ctx context.Context) (*mcrender.Drift, error) {
 }
 
 // diff reads MCO's rendered config and the inputs MCO lists for it.
-func (r *roller) diff(ctx context.Context, name string) (*mcrender.Drift, error) {
+func (r *roller) diff(ctx context.Context, name string) (*work.Drift, error) {
 	mco := &mcfgv1.MachineConfig{}
 	if err := r.cfg.Client.Get(ctx, client.ObjectKey{Name: name}, mco); err != nil {
 		return nil, fmt.Errorf("reading MCO's rendered MachineConfig %s: %w", name, err)
@@ -177,7 +178,7 @@ func (r *roller) retreat(ctx context.Context) (back string, err error) {
 }
 
 // stopForDrift ends an enforced rollout the gate stopped.
-func (r *roller) stopForDrift(ctx context.Context, d *mcrender.Drift, prevRendered string) (Result, error) {
+func (r *roller) stopForDrift(ctx context.Context, d *work.Drift, prevRendered string) (Result, error) {
 	res := Result{State: StateDriftDetected, Gate: GateDrift, Drift: d, Predicted: d.Predicted}
 	back, err := r.retreat(ctx)
 	res.Timeline = r.w.v.tracker.Timeline()
@@ -197,7 +198,7 @@ func (r *roller) stopForDrift(ctx context.Context, d *mcrender.Drift, prevRender
 // event records the drift on the pool. Cluster-scoped objects' events live
 // in the default namespace. A failure to record is reported, not fatal:
 // the result and the report say the same.
-func (r *roller) event(ctx context.Context, pool *mcfgv1.MachineConfigPool, d *mcrender.Drift) {
+func (r *roller) event(ctx context.Context, pool *mcfgv1.MachineConfigPool, d *work.Drift) {
 	now := metav1.Now()
 	msg := fmt.Sprintf("drift gate (%s): MCO rendered %s, kiln predicted %s for %s: %s", r.cfg.DriftGate, d.Rendered, d.Predicted, r.cfg.Image, d.Cause)
 	if len(msg) > 1024 {
@@ -217,15 +218,9 @@ func (r *roller) event(ctx context.Context, pool *mcfgv1.MachineConfigPool, d *m
 	}
 }
 
-// Files of the drift gate's diff in the rollout folder of the workspace.
-const (
-	DriftJSON = "drift.json"
-	DriftText = "drift.txt"
-)
-
 // writeDrift writes the diff, when there is one, as JSON (the report reads
 // it) and as text (for people).
-func writeDrift(dir string, d *mcrender.Drift) error {
+func writeDrift(dir string, d *work.Drift) error {
 	if d == nil {
 		return nil
 	}
@@ -233,22 +228,22 @@ func writeDrift(dir string, d *mcrender.Drift) error {
 	if err != nil {
 		return fmt.Errorf("encoding the drift diff: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, DriftJSON), append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, work.DriftJSON), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing the drift diff: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, DriftText), []byte(d.Text()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, work.DriftText), []byte(d.Text()), 0o644); err != nil {
 		return fmt.Errorf("writing the drift diff: %w", err)
 	}
 	return nil
 }
 
 // predict computes the prediction for the image from render's saved
-// inputs (mcrender.MCOInputs) and, when image-sign recorded the one it
+// inputs (work.MCOInputs) and, when image-sign recorded the one it
 // attested, refuses to go on unless both are the same: the gate compares
 // MCO's render with the attested prediction.
 func (o *StepOptions) predict(ctx context.Context) (*mcrender.Prediction, error) {
 	ws := o.Workspace()
-	in, err := mcrender.ReadMCOInputs(ws)
+	in, err := ws.ReadMCOInputs()
 	if errors.Is(err, os.ErrNotExist) {
 		// No render in this workspace (the Task run alone): Run refuses
 		// only if the gate has something to compare.
@@ -260,11 +255,11 @@ func (o *StepOptions) predict(ctx context.Context) (*mcrender.Prediction, error)
 	if in.Pool.Name != o.Pool {
 		return nil, fmt.Errorf("drift gate: render's inputs are for pool %s, not %s", in.Pool.Name, o.Pool)
 	}
-	p, err := in.Predict(ctx, o.Image)
+	p, err := mcrender.Predict(ctx, in, o.Image)
 	if err != nil {
 		return nil, fmt.Errorf("drift gate: %w", err)
 	}
-	rec, ok, err := mcrender.ReadPredictionRecord(ws)
+	rec, ok, err := ws.ReadPredictionRecord()
 	if err != nil {
 		return nil, fmt.Errorf("drift gate: %w", err)
 	}

@@ -7,6 +7,8 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // ParentPhases are the columns of `oc get machineconfignodes` (the MachineConfigNode enhancement),
@@ -29,22 +31,12 @@ func isParent(t string) bool {
 	return false
 }
 
-// Event is one condition transition of one node, as the timeline records it.
-type Event struct {
-	Node    string                 `json:"node"`
-	Phase   string                 `json:"phase"`
-	Status  metav1.ConditionStatus `json:"status"`
-	Reason  string                 `json:"reason,omitempty"`
-	Message string                 `json:"message,omitempty"`
-	Time    time.Time              `json:"time"`
-}
-
 // Tracker follows the MachineConfigNodes of one pool: it keeps the latest
 // object per node and the ordered list of transitions seen.
 type Tracker struct {
 	nodes    map[string]*mcfgv1.MachineConfigNode
 	seen     map[string]bool
-	timeline []Event
+	timeline []work.Event
 }
 
 // NewTracker returns an empty tracker.
@@ -55,7 +47,7 @@ func NewTracker() *Tracker {
 // Observe records a new version of a node's MachineConfigNode and returns
 // the condition transitions it brings; first is set when the node was not
 // tracked yet (its conditions then describe where it stands, not changes).
-func (t *Tracker) Observe(mcn *mcfgv1.MachineConfigNode) (evs []Event, first bool) {
+func (t *Tracker) Observe(mcn *mcfgv1.MachineConfigNode) (evs []work.Event, first bool) {
 	_, known := t.nodes[mcn.Name]
 	t.nodes[mcn.Name] = mcn.DeepCopy()
 	for _, c := range mcn.Status.Conditions {
@@ -64,7 +56,7 @@ func (t *Tracker) Observe(mcn *mcfgv1.MachineConfigNode) (evs []Event, first boo
 			continue
 		}
 		t.seen[key] = true
-		e := Event{Node: mcn.Name, Phase: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, Time: c.LastTransitionTime.Time}
+		e := work.Event{Node: mcn.Name, Phase: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message, Time: c.LastTransitionTime.Time}
 		t.timeline = append(t.timeline, e)
 		evs = append(evs, e)
 	}
@@ -74,8 +66,8 @@ func (t *Tracker) Observe(mcn *mcfgv1.MachineConfigNode) (evs []Event, first boo
 // Timeline returns the transitions in the order they were observed.
 // Condition times have one-second precision, too coarse to order a fast
 // rollout; watch events arrive in the order the apiserver stored them.
-func (t *Tracker) Timeline() []Event {
-	return append([]Event(nil), t.timeline...)
+func (t *Tracker) Timeline() []work.Event {
+	return append([]work.Event(nil), t.timeline...)
 }
 
 // Nodes returns the tracked MachineConfigNodes by name.

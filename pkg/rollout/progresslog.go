@@ -11,6 +11,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 	"github.com/kiln-dev/kiln/pkg/textwrap"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // TableEvery is the least time between two node tables in the rollout
@@ -66,7 +67,7 @@ func (l *progressLog) printf(format string, args ...any) {
 // starting (Unknown) or done (True), the node needing an update (Updated
 // False) and the node degrading. Child phases show in the table's detail;
 // the resets to False that end an update are not news and are left out.
-func (l *progressLog) transitions(evs []Event) {
+func (l *progressLog) transitions(evs []work.Event) {
 	for _, e := range evs {
 		what := ""
 		switch {

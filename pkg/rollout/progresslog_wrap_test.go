@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 const wrapCfg = "rendered-worker-0123456789abcdef0123456789abcdef"
@@ -22,7 +24,7 @@ func TestTransitionWrapsMCOMessage(t *testing.T) {
 	l := &progressLog{out: &out, now: func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }}
 	msg := "Node ip-10-0-1-23.ec2.internal update to config " + wrapCfg + " is in progress: " +
 		strings.Repeat("drained pod openshift-monitoring/prometheus-k8s-0 ", 5) + "\x1b[2J then update to config " + wrapCfg
-	l.transitions([]Event{{Node: "ip-10-0-1-23.ec2.internal", Phase: string(mcfgv1.MachineConfigNodeUpdateExecuted), Status: metav1.ConditionUnknown, Message: msg}})
+	l.transitions([]work.Event{{Node: "ip-10-0-1-23.ec2.internal", Phase: string(mcfgv1.MachineConfigNodeUpdateExecuted), Status: metav1.ConditionUnknown, Message: msg}})
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	if len(lines) < 3 {
 		t.Fatalf("a %d-column entry in %d lines:\n%s", len(msg), len(lines), out.String())

@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/mcrender"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Verifier checks an image against the signature policy before anything
@@ -43,7 +45,7 @@ type Config struct {
 	// DriftGate is enforce, warn or off (drift.go); "" means enforce.
 	DriftGate string
 	// Prediction is the rendered config MCO is expected to make with the
-	// image (mcrender.MCOInputs.Predict); the gate needs it unless off, but
+	// image (render.Predict); the gate needs it unless off, but
 	// only when it has something to compare: a run that writes nothing
 	// (kiln's MachineConfig already names the image) runs without it.
 	Prediction *mcrender.Prediction
@@ -66,12 +68,12 @@ type Result struct {
 	UpdatedNodes int
 	// Rendered is the rendered config the pool reached with the image.
 	Rendered string
-	Timeline []Event
+	Timeline []work.Event
 	// Gate is what the drift gate did (GatePassed, …); Predicted is the
 	// name it compared with; Drift is the diff when MCO's name differed.
 	Gate      string
 	Predicted string
-	Drift     *mcrender.Drift
+	Drift     *work.Drift
 }
 
 // Run rolls cfg.Image out to cfg.Pool. On failure it rolls back and
@@ -96,12 +98,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 // verifyError is the error of a pre-write check of image: a refusal
 // (exit 3) when the image failed it, a failure (exit 1) when the registry
-// did not answer (step.IsFault), which says nothing about the image.
+// did not answer (exitcode.IsFault), which says nothing about the image.
 func verifyError(image, pool string, err error) error {
-	if step.IsFault(err) {
+	if exitcode.IsFault(err) {
 		return fmt.Errorf("checking %s before rolling out to pool %s: %w", image, pool, err)
 	}
-	return step.Refused(fmt.Errorf("refusing to roll out %s to pool %s: %w", image, pool, err))
+	return exitcode.Refused(fmt.Errorf("refusing to roll out %s to pool %s: %w", image, pool, err))
 }
 
 func (cfg Config) validate() error {
@@ -110,7 +112,7 @@ func (cfg Config) validate() error {
 		return errors.New("rollout: a client and a verifier are required")
 	case cfg.Pool == "":
 		return errors.New("rollout: pool is empty")
-	case !step.IsDigestRef(cfg.Image):
+	case !imageref.IsDigestRef(cfg.Image):
 		return fmt.Errorf("rollout: image %q is not a digest reference (repo@sha256:<64 hex>): a tag could move under the pool", cfg.Image)
 	case cfg.Canary < 0:
 		return fmt.Errorf("rollout: canary %d is negative", cfg.Canary)
@@ -129,7 +131,7 @@ type roller struct {
 	held bool
 	// gate is what the drift gate did; drift its diff (mode warn).
 	gate  string
-	drift *mcrender.Drift
+	drift *work.Drift
 }
 
 func (r *roller) run(ctx context.Context, pool *mcfgv1.MachineConfigPool) (Result, error) {

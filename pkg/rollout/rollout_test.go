@@ -20,6 +20,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/rollout"
+	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/mcosim"
 )
@@ -168,7 +169,7 @@ func (h *harness) config(pool string, img string) rollout.Config {
 }
 
 // mcoInputs reads what render saves for the prediction, from the cluster.
-func (h *harness) mcoInputs(pool string) *mcrender.MCOInputs {
+func (h *harness) mcoInputs(pool string) *work.MCOInputs {
 	h.t.Helper()
 	ctx := context.Background()
 	p := &mcfgv1.MachineConfigPool{}
@@ -192,7 +193,7 @@ func (h *harness) mcoInputs(pool string) *mcrender.MCOInputs {
 
 func (h *harness) predict(pool, img string) *mcrender.Prediction {
 	h.t.Helper()
-	p, err := h.mcoInputs(pool).Predict(context.Background(), img)
+	p, err := mcrender.Predict(context.Background(), h.mcoInputs(pool), img)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // maxConcurrent is the largest number of nodes updating at once according
 // to the timeline: from UpdatePrepared going Unknown to UpdateComplete
 // True, when MCO counts the node available again.
-func maxConcurrent(tl []rollout.Event) int {
+func maxConcurrent(tl []work.Event) int {
 	busy, peak := map[string]bool{}, 0
 	for _, e := range tl {
 		switch {
@@ -231,7 +232,7 @@ func maxConcurrent(tl []rollout.Event) int {
 	return peak
 }
 
-func updatedNodes(tl []rollout.Event) map[string]bool {
+func updatedNodes(tl []work.Event) map[string]bool {
 	out := map[string]bool{}
 	for _, e := range tl {
 		if e.Phase == string(mcfgv1.MachineConfigNodeUpdated) && e.Status == metav1.ConditionTrue {

@@ -14,18 +14,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // StepOptions are the flags of `kiln-steps rollout`.
 type StepOptions struct {
 	step.Options
 	Kube     step.KubeOptions
-	Registry step.RegistryOptions
+	Registry registry.RegistryOptions
 
 	Image          string
 	MaxUnavailable string
@@ -58,7 +61,7 @@ func DefaultStepOptions() *StepOptions {
 // Validate reports every bad flag at once; it runs before the registry
 // or the cluster is asked anything.
 func (o *StepOptions) Validate() error {
-	errs := []error{o.Options.Validate(), o.Kube.Validate(), step.RequireDigestRef("image", o.Image)}
+	errs := []error{o.Options.Validate(), o.Kube.Validate(), imageref.RequireDigestRef("image", o.Image)}
 	if o.Canary < 0 {
 		errs = append(errs, fmt.Errorf("--canary %d: want 0 or more nodes", o.Canary))
 	}
@@ -79,7 +82,7 @@ func (o *StepOptions) Validate() error {
 			errs = append(errs, fmt.Errorf("--drift-gate: %w", err))
 		}
 	}
-	return step.ValidationErrors(errs...)
+	return exitcode.ValidationErrors(errs...)
 }
 
 // Run verifies the image and rolls it out: to the cluster, or with
@@ -97,7 +100,7 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	out, err := o.Workspace().Ensure(step.StageRollout)
+	out, err := o.Workspace().Ensure(work.StageRollout)
 	if err != nil {
 		return err
 	}
@@ -108,7 +111,7 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	} else if _, kerr := signing.LoadVerifier(o.PolicyKey); kerr != nil {
 		// Without the key the policy check cannot run: a bad
 		// --public-key (exit 2), not a refused image.
-		res, err = Result{State: StateRefused}, step.UsageErrorf("--public-key %s: %w", o.PolicyKey, kerr)
+		res, err = Result{State: StateRefused}, exitcode.UsageErrorf("--public-key %s: %w", o.PolicyKey, kerr)
 	} else if dir != "" {
 		res, err = o.runLocal(ctx, dir, out, v)
 	} else {
@@ -120,11 +123,11 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	switch {
 	case err == nil:
 	case res.State == StateRolledBack:
-		err = step.RolledBack(err)
+		err = exitcode.RolledBack(err)
 	case res.State == StateDriftDetected:
 		// Only a clean stop: when taking kiln's MachineConfig back failed
 		// (RollbackFailed) the pool needs a person, exit 1.
-		err = step.Drift(err)
+		err = exitcode.Drift(err)
 	}
 	return err
 }
@@ -191,13 +194,13 @@ const StateWritten = "Written"
 func (o *StepOptions) report(out string, res Result) error {
 	tl := res.Timeline
 	if tl == nil {
-		tl = []Event{}
+		tl = []work.Event{}
 	}
 	b, err := json.MarshalIndent(tl, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, "timeline.json"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, work.TimelineFile), b, 0o644); err != nil {
 		return fmt.Errorf("writing timeline: %w", err)
 	}
 	r := o.Results()
@@ -229,7 +232,7 @@ func (o *StepOptions) report(out string, res Result) error {
 type PolicyVerifier struct {
 	Remote registry.Remote
 	// RegistriesDir is the registries folder Remote.Config was read from,
-	// for containers/image (step.RegistryOptions.ConfigDir).
+	// for containers/image (registry.RegistryOptions.ConfigDir).
 	RegistriesDir string
 	KeyPath       string
 	OutDir        string

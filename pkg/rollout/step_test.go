@@ -17,13 +17,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/signing"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/mcosim"
 )
@@ -72,7 +73,7 @@ func TestRolloutStep(t *testing.T) {
 	}
 
 	code, out, res, _ := run(unsigned)
-	if code != step.ExitRefused || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "refusing to roll out "+unsigned+" to pool steps") {
+	if code != exitcode.ExitRefused || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "refusing to roll out "+unsigned+" to pool steps") {
 		t.Fatalf("unsigned image: exit %d, results %v\n%s", code, res, out)
 	}
 	if mc := h.kilnMC("steps"); mc != nil {
@@ -82,7 +83,7 @@ func TestRolloutStep(t *testing.T) {
 	// Signed by the key, but its attestation names no node import check:
 	// refused before any write.
 	code, out, res, _ = run(unlinted)
-	if code != step.ExitRefused || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "passed kiln's node import check") {
+	if code != exitcode.ExitRefused || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "passed kiln's node import check") {
 		t.Fatalf("image without a node check: exit %d, results %v\n%s", code, res, out)
 	}
 	if mc := h.kilnMC("steps"); mc != nil {
@@ -90,13 +91,13 @@ func TestRolloutStep(t *testing.T) {
 	}
 
 	code, out, res, work := run(signed)
-	if code != step.ExitOK || res["ROLLOUT_STATE"] != rollout.StateSucceeded || res["UPDATED_NODES"] != "2" || res["DRIFT_GATE"] != rollout.GatePassed {
+	if code != exitcode.ExitOK || res["ROLLOUT_STATE"] != rollout.StateSucceeded || res["UPDATED_NODES"] != "2" || res["DRIFT_GATE"] != rollout.GatePassed {
 		t.Fatalf("signed image: exit %d, results %v\n%s", code, res, out)
 	}
 	if !strings.Contains(out, "NODE") || !strings.Contains(out, "STATE") || !strings.Contains(out, "2/2 nodes on sha256:") {
 		t.Errorf("no node table or closing line in the step output:\n%s", out)
 	}
-	var tl []rollout.Event
+	var tl []workspace.Event
 	b, err := os.ReadFile(filepath.Join(work, "rollout", "timeline.json"))
 	if err != nil || json.Unmarshal(b, &tl) != nil || len(updatedNodes(tl)) != 2 {
 		t.Errorf("timeline.json: %v, %d events", err, len(tl))
@@ -107,7 +108,7 @@ func TestRolloutStep(t *testing.T) {
 	h.poolWith("attested", 1, poolSpec{})
 	code, out, res, _ = h.runStepWith("attested", signed, kubeconfig, pub, e.Registry.Host, func(work string) {
 		b, _ := json.Marshal(trust.Prediction{Image: signed, Name: "rendered-attested-0123"})
-		path := filepath.Join(work, "image", trust.PredictionFile)
+		path := filepath.Join(work, "image", workspace.PredictionFile)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +116,7 @@ func TestRolloutStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if code != step.ExitFailure || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "image-sign attested rendered-attested-0123 for "+signed) {
+	if code != exitcode.ExitFailure || res["ROLLOUT_STATE"] != rollout.StateRefused || !strings.Contains(out, "image-sign attested rendered-attested-0123 for "+signed) {
 		t.Errorf("another attested prediction: exit %d, results %v\n%s", code, res, out)
 	}
 	if mc := h.kilnMC("attested"); mc != nil {
@@ -125,11 +126,11 @@ func TestRolloutStep(t *testing.T) {
 	// The drift gate through the step: mcosim's render quirk on one pool.
 	h.poolWith("stepdrift", 2, poolSpec{annotations: quirk, kargs: unsorted})
 	code, out, res, work = h.runStep("stepdrift", signed, kubeconfig, pub, e.Registry.Host)
-	if code != step.ExitDrift || res["ROLLOUT_STATE"] != rollout.StateDriftDetected || res["DRIFT_GATE"] != rollout.GateDrift ||
+	if code != exitcode.ExitDrift || res["ROLLOUT_STATE"] != rollout.StateDriftDetected || res["DRIFT_GATE"] != rollout.GateDrift ||
 		!strings.Contains(out, "drift detected") {
 		t.Fatalf("drift: exit %d, results %v\n%s", code, res, out)
 	}
-	diff, err := os.ReadFile(filepath.Join(work, "rollout", rollout.DriftText))
+	diff, err := os.ReadFile(filepath.Join(work, "rollout", workspace.DriftText))
 	if err != nil || !strings.Contains(string(diff), "- spec.kernelArguments (kernel argument order)") || !strings.Contains(string(diff), "set by: MachineConfig 50-stepdrift-kargs") {
 		t.Errorf("rollout/drift.txt (%v):\n%s", err, diff)
 	}
@@ -155,7 +156,7 @@ func runReport(t *testing.T, work, pool string) string {
 		[]string{"report", "--pool", pool, "--work", work, "--results-dir", t.TempDir(), "--aggregate", "Failed",
 			"render=Succeeded", "kmod-build=None", "kmod-sign=None", "image-build=Succeeded", "image-sign=Succeeded", "verify=Succeeded", "rollout=Failed", "bootimages=None"},
 		&out, &out)
-	if code != step.ExitOK {
+	if code != exitcode.ExitOK {
 		t.Fatalf("report: exit %d\n%s", code, out.String())
 	}
 	return out.String()
@@ -176,11 +177,11 @@ func (h *harness) runStepWith(pool, image, kubeconfig, pub, registryHost string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := step.Workspace{Root: work}
-	if err := os.MkdirAll(filepath.Dir(mcrender.MCOInputsPath(ws)), 0o755); err != nil {
+	ws := workspace.Workspace{Root: work}
+	if err := os.MkdirAll(filepath.Dir(ws.MCOInputsPath()), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(mcrender.MCOInputsPath(ws), b, 0o644); err != nil {
+	if err := os.WriteFile(ws.MCOInputsPath(), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // A registry that does not answer gives no policy verdict: VerifyPolicy's
@@ -81,15 +81,15 @@ func TestVerifyPolicyRegistryFaultIsNoVerdict(t *testing.T) {
 			if err == nil {
 				t.Fatal("VerifyPolicy passed")
 			}
-			got := verdict{errors.Is(err, ErrPolicy), step.IsFault(err), c.want.Says}
+			got := verdict{errors.Is(err, ErrPolicy), exitcode.IsFault(err), c.want.Says}
 			if !strings.Contains(err.Error(), c.want.Says) {
 				got.Says = err.Error()
 			}
 			if d := cmp.Diff(c.want, got); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
-			if c.want.Fault && step.CodeOf(step.Refused(err)) != step.ExitFailure {
-				t.Errorf("a fault marked Refused exits %d, want 1", step.CodeOf(step.Refused(err)))
+			if c.want.Fault && exitcode.CodeOf(exitcode.Refused(err)) != exitcode.ExitFailure {
+				t.Errorf("a fault marked Refused exits %d, want 1", exitcode.CodeOf(exitcode.Refused(err)))
 			}
 		})
 	}

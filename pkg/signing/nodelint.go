@@ -11,8 +11,8 @@ import (
 
 	"github.com/sigstore/sigstore/pkg/signature"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -49,7 +49,7 @@ const nodeLintRulesPrefix = "kiln-nodeimport/"
 // was never checked as a node imports it. The error wraps ErrPolicy.
 func RequireNodeLint(ctx context.Context, r registry.Remote, image string, v signature.Verifier) error {
 	sts, err := VerifiedStatements(ctx, r, image, v)
-	if step.IsFault(err) {
+	if exitcode.IsFault(err) {
 		// The registry did not answer: no verdict on the image.
 		return registry.Classify(err, "reading the attestations of", image)
 	}

@@ -15,8 +15,9 @@ import (
 	"go.podman.io/image/v5/signature"
 	"go.podman.io/image/v5/types"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // PolicyInput says which image to check against which key.
@@ -33,7 +34,7 @@ type PolicyInput struct {
 	AuthFile string
 	// CertDir holds a registry CA (ca.crt) for TLS registries.
 	CertDir string
-	// RegistriesDir is a registries folder (step.RegistryOptions.ConfigDir):
+	// RegistriesDir is a registries folder (registry.RegistryOptions.ConfigDir):
 	// its registries.conf gives the mirrors, insecure and blocked flags the
 	// nodes' CRI-O applies, and certs.d/<host>/ca.crt the per-registry CAs.
 	// Empty means containers/image's defaults.
@@ -119,10 +120,10 @@ func VerifyPolicy(ctx context.Context, in PolicyInput) (*PolicyFiles, error) {
 }
 
 // faultOf returns the error of a registry that did not answer (see
-// step.IsFault) while containers/image read img, saying which; nil when
+// exitcode.IsFault) while containers/image read img, saying which; nil when
 // err is nil or is an answer about the image. containers/image has its
 // own error types for HTTP statuses; go-containerregistry's and the
-// network's are step.IsFault's.
+// network's are exitcode.IsFault's.
 func faultOf(img, doing string, err error) error {
 	if err == nil {
 		return nil
@@ -133,10 +134,10 @@ func faultOf(img, doing string, err error) error {
 		return fmt.Errorf("verifying %s: %s: %w (check the credentials in --registry-auth-file): %w", img, doing, registry.ErrAuth, err)
 	}
 	var status docker.UnexpectedHTTPStatusError
-	if errors.As(err, &status) && step.FaultStatus(status.StatusCode) {
+	if errors.As(err, &status) && exitcode.FaultStatus(status.StatusCode) {
 		return fmt.Errorf("verifying %s: %s: %w (HTTP %d): %w", img, doing, registry.ErrUnreachable, status.StatusCode, err)
 	}
-	if step.IsFault(err) {
+	if exitcode.IsFault(err) {
 		return fmt.Errorf("verifying %s: %s: %w: %w", img, doing, registry.ErrUnreachable, err)
 	}
 	return nil
@@ -222,7 +223,7 @@ func writeFragments(dir, repo, nodeKey string) (*PolicyFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := &PolicyFiles{Policy: filepath.Join(dir, "policy.json"), Registries: filepath.Join(dir, "registries.d", "kiln.yaml")}
+	files := &PolicyFiles{Policy: filepath.Join(dir, work.PolicyFile), Registries: filepath.Join(dir, work.PolicyRegistriesDir, work.PolicyRegistriesFile)}
 	if err := os.MkdirAll(filepath.Dir(files.Registries), 0o755); err != nil {
 		return nil, fmt.Errorf("writing policy fragment: %w", err)
 	}

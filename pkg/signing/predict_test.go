@@ -17,6 +17,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -29,7 +30,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	ctx := context.Background()
 	image := pushImage(t, reg.Host, "kiln/os:v1")
 	work, results := t.TempDir(), t.TempDir()
-	ws := step.Workspace{Root: work}
+	ws := workspace.Workspace{Root: work}
 	writeJSON := func(path string, v any) {
 		b, _ := json.Marshal(v)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -39,7 +40,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeJSON(filepath.Join(ws.StageDir(step.StageImageSign), "build.json"), trust.Record{Ref: image, Inputs: testInputs(t, reg.Host)})
+	writeJSON(filepath.Join(ws.StageDir(workspace.StageImageSign), "build.json"), trust.Record{Ref: image, Inputs: testInputs(t, reg.Host)})
 	role := map[string]string{mcrender.RoleLabel: "worker"}
 	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"},
 		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: role}}}
@@ -49,8 +50,8 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeJSON(mcrender.MCOInputsPath(ws), in)
-	want, err := in.Predict(ctx, image)
+	writeJSON(ws.MCOInputsPath(), in)
+	want, err := mcrender.Predict(ctx, in, image)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	}
 	t.Setenv("KILN_TEST_SIGN_PW", "pw")
 	var out bytes.Buffer
-	o := &SignOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"}, RegistryOptions: step.RegistryOptions{Insecure: []string{reg.Host}},
+	o := &SignOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"}, RegistryOptions: registry.RegistryOptions{Insecure: []string{reg.Host}},
 		AttestOptions: AttestOptions{SigningOptions: step.SigningOptions{KeyPath: keyPath, PasswordEnv: "KILN_TEST_SIGN_PW"}, RunID: "run-1"},
 		Image:         image, Predict: mcrender.PredictFromWorkspace}
 	if err := o.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
@@ -72,7 +73,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	if string(got) != want.Config.Name {
 		t.Errorf("PREDICTED_RENDERED_NAME %q, want %s", got, want.Config.Name)
 	}
-	rec, ok, err := mcrender.ReadPredictionRecord(ws)
+	rec, ok, err := ws.ReadPredictionRecord()
 	if err != nil || !ok || rec.Name != want.Config.Name || rec.Image != image || rec.Hash != want.Hash {
 		t.Errorf("image/prediction.json %+v (%v %v)", rec, ok, err)
 	}

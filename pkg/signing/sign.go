@@ -29,8 +29,9 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // SignInput says what to sign with which key.
@@ -62,17 +63,11 @@ type KeylessOptions struct {
 	IDTokenPath string
 }
 
-// SignResult names what was pushed, each by digest.
-type SignResult struct {
-	SignatureRef   string
-	AttestationRef string
-}
-
 // Sign signs the image and attaches an in-toto SLSA v1 provenance
 // attestation, both in cosign's registry layout (sha256-<hex>.sig and
 // .att tags), so `cosign verify --key` and `cosign verify-attestation
 // --key` accept them. Nothing is uploaded to a transparency log.
-func Sign(ctx context.Context, r registry.Remote, in SignInput) (*SignResult, error) {
+func Sign(ctx context.Context, r registry.Remote, in SignInput) (*work.SignResult, error) {
 	if err := in.Inputs.Validate(); err != nil {
 		return nil, fmt.Errorf("attesting %s: %w", in.Image, err)
 	}
@@ -109,7 +104,7 @@ func Sign(ctx context.Context, r registry.Remote, in SignInput) (*SignResult, er
 		return nil, registry.Classify(err, "publishing the signature of", in.Image)
 	}
 	repo := digest.Context()
-	res := &SignResult{}
+	res := &work.SignResult{}
 	for _, x := range []struct {
 		suffix string
 		into   *string
@@ -300,7 +295,7 @@ const maxPublicKeyBytes = 64 << 10
 // LoadVerifier reads a cosign public key (PEM), a regular file of at most
 // maxPublicKeyBytes.
 func LoadVerifier(path string) (signature.Verifier, error) {
-	b, truncated, err := step.ReadRegular(path, maxPublicKeyBytes)
+	b, truncated, err := safepath.ReadRegular(path, maxPublicKeyBytes)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("reading public key: %w", err)

@@ -9,15 +9,18 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // SignOptions are the flags of `kiln-steps image-sign`.
 type SignOptions struct {
 	step.Options
-	step.RegistryOptions
+	registry.RegistryOptions
 	// AttestOptions are the key, password and keyless settings, shared
 	// with kmod-build and kmod-sign (one identity signs everything).
 	// PasswordFile, when it exists, holds the key password (the same
@@ -38,7 +41,7 @@ func DefaultSignOptions() *SignOptions {
 
 // Validate reports every bad flag at once, before any registry is asked.
 func (o *SignOptions) Validate() error {
-	return step.ValidationErrors(o.Options.Validate(), step.RequireDigestRef("image", o.Image), o.AttestOptions.Validate())
+	return exitcode.ValidationErrors(o.Options.Validate(), imageref.RequireDigestRef("image", o.Image), o.AttestOptions.Validate())
 }
 
 // Run signs the image and attests its provenance from work/image/build.json.
@@ -50,11 +53,11 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	dir, err := o.Workspace().Ensure(step.StageImageSign)
+	dir, err := o.Workspace().Ensure(work.StageImageSign)
 	if err != nil {
 		return err
 	}
-	rec, err := trust.ReadRecord(filepath.Join(dir, "build.json"))
+	rec, err := trust.ReadRecord(filepath.Join(dir, work.BuildReportFile))
 	if err != nil {
 		return err
 	}
@@ -93,7 +96,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 			}
 		}
 	}
-	p := step.NewProgress(s.Out, step.StageImageSign)
+	p := step.NewProgress(s.Out, work.StageImageSign)
 	p.Printf("signing %s and attesting its provenance (run %q)", o.Image, o.RunID)
 	res, err := Sign(ctx, r, in)
 	if err != nil {
@@ -101,7 +104,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	p.Printf("signature %s, attestation %s", res.SignatureRef, res.AttestationRef)
 	b, _ := json.MarshalIndent(res, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "sign.json"), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, work.SignResultFile), b, 0o644); err != nil {
 		return fmt.Errorf("writing sign report: %w", err)
 	}
 	results := o.Results()
@@ -116,7 +119,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 			return err
 		}
 		b, _ := json.MarshalIndent(pred, "", "  ")
-		if err := os.WriteFile(filepath.Join(dir, trust.PredictionFile), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, work.PredictionFile), b, 0o644); err != nil {
 			return fmt.Errorf("writing the prediction record: %w", err)
 		}
 		p.Printf("predicted rendered config with this image: %s", pred.Name)
@@ -132,7 +135,7 @@ const PredictedConfigByproduct = "predicted-rendered-config"
 // (mcrender.PredictFromWorkspace; nil result when there is nothing to
 // predict from). A hook rather than an import: pkg/render's tests import
 // pkg/kmod, which imports this package.
-type Predictor func(ctx context.Context, ws step.Workspace, image string) (*trust.Prediction, error)
+type Predictor func(ctx context.Context, ws work.Workspace, image string) (*trust.Prediction, error)
 
 // predict runs the hook; image-sign is where it runs because it is the
 // first stage that knows the digest and the one that attests.
@@ -150,7 +153,7 @@ func (o *SignOptions) predict(ctx context.Context) (*trust.Prediction, error) {
 // VerifyOptions are the flags of `kiln-steps verify`.
 type VerifyOptions struct {
 	step.Options
-	step.RegistryOptions
+	registry.RegistryOptions
 	// IdentityOptions' --public-key is the key the policy requires; the
 	// policy CRI-O enforces names a key, so keyless flags are refused.
 	step.IdentityOptions
@@ -172,7 +175,7 @@ func (o *VerifyOptions) Validate() error {
 	if o.CertificateRoots != "" || o.CertificateIdentity != "" || o.CertificateOIDCIssuer != "" {
 		keyless = fmt.Errorf("the node policy requires a public key (--public-key); keyless identities are not supported")
 	}
-	return step.ValidationErrors(o.Options.Validate(), step.RequireDigestRef("image", o.Image), keyless)
+	return exitcode.ValidationErrors(o.Options.Validate(), imageref.RequireDigestRef("image", o.Image), keyless)
 }
 
 // Run evaluates the policy and writes the fragment and VERIFIED.
@@ -180,7 +183,7 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	dir, err := o.Workspace().Ensure(step.StageVerify)
+	dir, err := o.Workspace().Ensure(work.StageVerify)
 	if err != nil {
 		return err
 	}
@@ -192,13 +195,13 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	// while it evaluates the policy, which reads as a refusal of the
 	// image; it is a bad --public-key.
 	if _, err := LoadVerifier(o.PublicKey); err != nil {
-		return step.UsageErrorf("--public-key %s: %w", o.PublicKey, err)
+		return exitcode.UsageErrorf("--public-key %s: %w", o.PublicKey, err)
 	}
 	ref, err := r.ParseRef(o.Image)
 	if err != nil {
 		return err
 	}
-	p := step.NewProgress(s.Out, step.StageVerify)
+	p := step.NewProgress(s.Out, work.StageVerify)
 	files, verr := VerifyPolicy(ctx, PolicyInput{
 		Image: o.Image, KeyPath: o.PublicKey, NodeKeyPath: o.NodeKeyPath, AuthFile: r.AuthFile,
 		Insecure: o.IsInsecure(ref.Context().RegistryStr()), RegistriesDir: o.ConfigDir, OutDir: dir,
@@ -216,7 +219,7 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	switch {
 	case errors.Is(verr, ErrPolicy):
-		return step.Refused(verr)
+		return exitcode.Refused(verr)
 	case verr != nil:
 		// The registry did not answer (VerifyPolicy's faultOf): no
 		// verdict, a failure.

@@ -13,10 +13,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/kiln-dev/kiln/pkg/apis"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/taskresult"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Options are the flags every stage shares. Stage option structs embed it
-// and add the sub-options they need (RegistryOptions, SigningOptions,
+// and add the sub-options they need (registry.RegistryOptions, SigningOptions,
 // KubeOptions), in the manner of cosign's options package.
 type Options struct {
 	// Work is the root of the "work" workspace.
@@ -36,13 +39,13 @@ func DefaultOptions() Options { return Options{} }
 
 // Validate reports every missing or malformed shared flag at once.
 func (o *Options) Validate() error {
-	return ValidationErrors(o.ValidateFolders(), o.ValidatePool())
+	return exitcode.ValidationErrors(o.ValidateFolders(), o.ValidatePool())
 }
 
 // ValidateFolders reports a missing --work or --results-dir: the only
 // folders a stage writes into, so neither may be guessed.
 func (o *Options) ValidateFolders() error {
-	return errors.Join(Required("work", o.Work), Required("results-dir", o.ResultsDir))
+	return errors.Join(exitcode.Required("work", o.Work), exitcode.Required("results-dir", o.ResultsDir))
 }
 
 // ValidatePool reports a missing or malformed --pool.
@@ -59,10 +62,10 @@ func (o *Options) ValidatePool() error {
 }
 
 // Workspace returns the layout rooted at --work.
-func (o *Options) Workspace() Workspace { return Workspace{Root: o.Work} }
+func (o *Options) Workspace() work.Workspace { return work.Workspace{Root: o.Work} }
 
 // Results returns a result collector writing into --results-dir.
-func (o *Options) Results() *Results { return NewResults(o.ResultsDir) }
+func (o *Options) Results() *taskresult.Results { return taskresult.NewResults(o.ResultsDir) }
 
 // Formats of -o/--output, for the commands that print a result: text
 // for people (the default), json for scripts. With json, stdout holds
@@ -78,30 +81,6 @@ func ValidateFormat(format string) error {
 		return fmt.Errorf("--output %q: want %s or %s", format, FormatText, FormatJSON)
 	}
 	return nil
-}
-
-// RegistryOptions say how to reach container registries.
-type RegistryOptions struct {
-	// AuthFile is a docker config.json (or containers auth.json); empty means
-	// the default keychain.
-	AuthFile string
-	// Insecure lists registries reached over plain HTTP (host[:port]).
-	Insecure []string
-	// ConfigDir is a registries folder (registries.conf and
-	// certs.d/<host[:port]>/ca.crt): mirrors, per-registry insecure and
-	// blocked flags and CAs. Empty means none; Tekton turns the path of an
-	// unbound optional workspace into "".
-	ConfigDir string
-}
-
-// IsInsecure reports whether host was named with --insecure-registry.
-func (o *RegistryOptions) IsInsecure(host string) bool {
-	for _, h := range o.Insecure {
-		if h == host {
-			return true
-		}
-	}
-	return false
 }
 
 // SigningOptions name a cosign key. The key itself is read from a file (a
@@ -165,7 +144,7 @@ func (o *KubeOptions) SourceDir() (string, error) {
 }
 
 func usageErrorf(format string, args ...any) error {
-	return &UsageError{Err: fmt.Errorf(format, args...)}
+	return &exitcode.UsageError{Err: fmt.Errorf(format, args...)}
 }
 
 // RESTConfig returns the cluster's client config (LoadRESTConfig).

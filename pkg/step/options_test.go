@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // twoContexts is a kubeconfig whose current-context is the first of two
@@ -107,8 +109,8 @@ func TestOptionsRequireWorkAndResultsDir(t *testing.T) {
 		if diff := cmp.Diff(c.want, got); diff != "" {
 			t.Errorf("%+v: named (-want +got):\n%s", c.o, diff)
 		}
-		if err != nil && CodeOf(err) != ExitUsage {
-			t.Errorf("%+v: exit %d, want %d", c.o, CodeOf(err), ExitUsage)
+		if err != nil && exitcode.CodeOf(err) != exitcode.ExitUsage {
+			t.Errorf("%+v: exit %d, want %d", c.o, exitcode.CodeOf(err), exitcode.ExitUsage)
 		}
 	}
 	if o := DefaultOptions(); o.Work != "" || o.ResultsDir != "" {

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/pkg/safepath"
-	"github.com/kiln-dev/kiln/pkg/step"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -102,7 +102,7 @@ func stepsMain(args []string) int {
 	if stage == os.Getenv("KILN_TEST_FAIL") {
 		fmt.Printf("%s: working\n", stage)
 		fmt.Fprintf(os.Stderr, "kiln-steps %s: registry unreachable\n", stage)
-		if err := (step.Workspace{Root: work}).WriteCause(stage, errors.New("registry unreachable")); err != nil {
+		if err := (workspace.Workspace{Root: work}).WriteCause(stage, errors.New("registry unreachable")); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
 		return 3

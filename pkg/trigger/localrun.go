@@ -27,6 +27,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // LocalOptions are local mode's own settings (kiln-trigger's flags, cmd/cli).
@@ -258,18 +259,19 @@ func (l *localRun) printSummary() {
 // collectGitOps copies what the run changed into out: the osImageURL
 // MachineConfig (rollout), the patched MachineSets (bootimages) and the
 // rendered config, which is what a GitOps pull request carries.
-func collectGitOps(work, out, pool string) error {
+func collectGitOps(root, out, pool string) error {
 	// The pool's name names a file: one element, or nothing is copied.
 	if err := safepath.Element(pool + ".json"); err != nil {
 		return fmt.Errorf("collecting the GitOps change of pool %q: %w", pool, err)
 	}
+	ws := work.Workspace{Root: root}
 	copies := map[string]string{
-		filepath.Join(work, "render", "rendered.json"): filepath.Join(out, "rendered", pool+".json"),
+		ws.RenderedPath(): filepath.Join(out, "rendered", pool+".json"),
 	}
-	for _, g := range []string{filepath.Join(work, "rollout", "*.yaml"), filepath.Join(work, "bootimages", "manifests", "*", "*.yaml")} {
+	for _, g := range []string{filepath.Join(ws.StageDir(work.StageRollout), "*.yaml"), filepath.Join(ws.BootImageManifestsPath(), "*", "*.yaml")} {
 		files, _ := filepath.Glob(g)
 		for _, f := range files {
-			rel, _ := filepath.Rel(work, f)
+			rel, _ := filepath.Rel(root, f)
 			copies[f] = filepath.Join(out, rel)
 		}
 	}

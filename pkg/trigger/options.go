@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -92,5 +93,5 @@ func (o *Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf(`--source %q: want "cluster" or "dir:PATH"`, o.Source))
 	}
-	return step.ValidationErrors(errs...)
+	return exitcode.ValidationErrors(errs...)
 }

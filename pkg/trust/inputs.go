@@ -184,13 +184,10 @@ func ReadRecord(path string) (Record, error) {
 // Prediction is the drift gate's prediction for an image: the name (and
 // sha256 of the spec) MCO will give the pool's next rendered config once
 // kiln's osImageURL MachineConfig names Image. image-sign attests it as a
-// byproduct and records it in the workspace (PredictionFile under image/);
+// byproduct and records it in the workspace (work.PredictionFile);
 // rollout checks its own prediction against it.
 type Prediction struct {
 	Image string `json:"image"`
 	Name  string `json:"name"`
 	Hash  string `json:"hash"`
 }
-
-// PredictionFile is image-sign's record of the Prediction it attested.
-const PredictionFile = "prediction.json"

@@ -24,6 +24,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -89,8 +90,8 @@ func (s *nodeImageSite) newRun(t *testing.T, pool, motd string) *run {
 	return r
 }
 
-func (r *run) common() (step.Options, step.RegistryOptions) {
-	return step.Options{Work: r.work, ResultsDir: r.results, Pool: r.pool}, step.RegistryOptions{Insecure: []string{r.site.host}}
+func (r *run) common() (step.Options, registry.RegistryOptions) {
+	return step.Options{Work: r.work, ResultsDir: r.results, Pool: r.pool}, registry.RegistryOptions{Insecure: []string{r.site.host}}
 }
 
 // build runs image-build with kiln's public key and returns its results.
@@ -214,8 +215,8 @@ func (s *nodeImageSite) assertNotKilnSigned(t *testing.T, r *run, digest string)
 	}
 }
 
-func osimageReport(r *run) (*osimage.BuildReport, error) {
-	return osimage.ReadReport(osimage.ReportPath(filepath.Join(r.work, "image")))
+func osimageReport(r *run) (*workspace.BuildReport, error) {
+	return workspace.Workspace{Root: r.work}.ReadBuildReport()
 }
 
 func remoteImage(ref name.Reference) (v1.Image, error) { return remote.Image(ref) }

@@ -1,6 +1,6 @@
 // Package cli drives kiln's two binaries, built once, as a user or a Task
 // runs them, and checks that each exit code means what the table
-// (pkg/step.ExitCodes) says.
+// (pkg/exitcode.ExitCodes) says.
 package cli
 
 import (
@@ -25,9 +25,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -199,39 +199,39 @@ func TestExitCodesThroughTheBinaries(t *testing.T) {
 		phrase string
 		want   int
 	}{
-		{"verify, stopped registry", steps, verify(at(r.stopped, r.unsigned), r.keyA), "registry unreachable", step.ExitFailure},
-		{"verify, registry answering 500", steps, verify(at(r.failing, r.unsigned), r.keyA), "registry unreachable", step.ExitFailure},
-		{"verify, registry answering 401", steps, verify(at(r.denying, r.unsigned), r.keyA), "registry authentication failed", step.ExitFailure},
-		{"verify, the issue's unreachable 127.0.0.1:1", steps, verify("127.0.0.1:1/test/os"+digest, r.keyA), "registry unreachable", step.ExitFailure},
-		{"verify, unsigned image", steps, verify(r.unsigned, r.keyA), "no sigstore signature", step.ExitRefused},
-		{"verify, wrong key", steps, verify(r.signed, r.keyB), "does not verify with this key", step.ExitRefused},
-		{"verify, signed image", steps, verify(r.signed, r.keyA), "", step.ExitOK},
-		{"verify, image not in the registry", steps, verify(r.good+"/test/os"+digest, r.keyA), "reading the image", step.ExitFailure},
-		{"verify, malformed reference", steps, verify("a//b"+digest, r.keyA), `--image "a//b@sha256:`, step.ExitUsage},
-		{"verify, empty path component", steps, verify(r.good+"//os"+digest, r.keyA), "want repository@sha256:<64 hex>", step.ExitUsage},
-		{"verify, tag instead of digest", steps, verify(r.good+"/test/os:unsigned", r.keyA), "a tag could move", step.ExitUsage},
-		{"verify, missing public key", steps, verify(r.unsigned, filepath.Join(t.TempDir(), "none.pub")), "--public-key", step.ExitUsage},
-		{"verify, unknown flag", steps, verify(r.unsigned, r.keyA, "--bogus"), "unknown flag: --bogus", step.ExitUsage},
-		{"reproduce, no kiln attestation", steps, reproduce(r.unsigned), "carries no kiln signature and attestation", step.ExitRefused},
-		{"reproduce, stopped registry", steps, reproduce(at(r.stopped, r.unsigned)), "registry unreachable", step.ExitFailure},
-		{"reproduce, image not in the registry", steps, reproduce(r.good + "/test/os" + digest), "image not found", step.ExitFailure},
-		{"reproduce, tag", steps, reproduce(r.good + "/test/os:unsigned"), "a tag could move", step.ExitUsage},
-		{"rollout, unsigned image", steps, rollout(r.unsigned), "refusing to roll out", step.ExitRefused},
-		{"rollout, missing public key", steps, append(rollout(r.unsigned), "--public-key="+filepath.Join(t.TempDir(), "none.pub")), "--public-key", step.ExitUsage},
-		{"rollout, stopped registry", steps, rollout(at(r.stopped, r.unsigned)), "registry unreachable", step.ExitFailure},
+		{"verify, stopped registry", steps, verify(at(r.stopped, r.unsigned), r.keyA), "registry unreachable", exitcode.ExitFailure},
+		{"verify, registry answering 500", steps, verify(at(r.failing, r.unsigned), r.keyA), "registry unreachable", exitcode.ExitFailure},
+		{"verify, registry answering 401", steps, verify(at(r.denying, r.unsigned), r.keyA), "registry authentication failed", exitcode.ExitFailure},
+		{"verify, the issue's unreachable 127.0.0.1:1", steps, verify("127.0.0.1:1/test/os"+digest, r.keyA), "registry unreachable", exitcode.ExitFailure},
+		{"verify, unsigned image", steps, verify(r.unsigned, r.keyA), "no sigstore signature", exitcode.ExitRefused},
+		{"verify, wrong key", steps, verify(r.signed, r.keyB), "does not verify with this key", exitcode.ExitRefused},
+		{"verify, signed image", steps, verify(r.signed, r.keyA), "", exitcode.ExitOK},
+		{"verify, image not in the registry", steps, verify(r.good+"/test/os"+digest, r.keyA), "reading the image", exitcode.ExitFailure},
+		{"verify, malformed reference", steps, verify("a//b"+digest, r.keyA), `--image "a//b@sha256:`, exitcode.ExitUsage},
+		{"verify, empty path component", steps, verify(r.good+"//os"+digest, r.keyA), "want repository@sha256:<64 hex>", exitcode.ExitUsage},
+		{"verify, tag instead of digest", steps, verify(r.good+"/test/os:unsigned", r.keyA), "a tag could move", exitcode.ExitUsage},
+		{"verify, missing public key", steps, verify(r.unsigned, filepath.Join(t.TempDir(), "none.pub")), "--public-key", exitcode.ExitUsage},
+		{"verify, unknown flag", steps, verify(r.unsigned, r.keyA, "--bogus"), "unknown flag: --bogus", exitcode.ExitUsage},
+		{"reproduce, no kiln attestation", steps, reproduce(r.unsigned), "carries no kiln signature and attestation", exitcode.ExitRefused},
+		{"reproduce, stopped registry", steps, reproduce(at(r.stopped, r.unsigned)), "registry unreachable", exitcode.ExitFailure},
+		{"reproduce, image not in the registry", steps, reproduce(r.good + "/test/os" + digest), "image not found", exitcode.ExitFailure},
+		{"reproduce, tag", steps, reproduce(r.good + "/test/os:unsigned"), "a tag could move", exitcode.ExitUsage},
+		{"rollout, unsigned image", steps, rollout(r.unsigned), "refusing to roll out", exitcode.ExitRefused},
+		{"rollout, missing public key", steps, append(rollout(r.unsigned), "--public-key="+filepath.Join(t.TempDir(), "none.pub")), "--public-key", exitcode.ExitUsage},
+		{"rollout, stopped registry", steps, rollout(at(r.stopped, r.unsigned)), "registry unreachable", exitcode.ExitFailure},
 		{"image-build, malformed base", steps, []string{"image-build", "--pool=worker", "--work=" + t.TempDir(), "--base=quay.io//os:4",
-			"--repository=quay.io/org/os"}, `--base "quay.io//os:4": want an image reference`, step.ExitUsage},
+			"--repository=quay.io/org/os"}, `--base "quay.io//os:4": want an image reference`, exitcode.ExitUsage},
 		{"kmod-build, malformed os image", steps, []string{"kmod-build", "--pool=worker", "--work=" + t.TempDir(), "--os-image=quay.io/os/:4"},
-			`--os-image "quay.io/os/:4"`, step.ExitUsage},
-		{"completion tcsh", steps, []string{"completion", "tcsh"}, `unknown shell "tcsh"`, step.ExitUsage},
-		{"help rendr", steps, []string{"help", "rendr"}, "Did you mean this?\n\trender\n", step.ExitUsage},
-		{"unknown command rendr", steps, []string{"rendr"}, "Did you mean this?\n\trender\n", step.ExitUsage},
-		{"help render", steps, []string{"help", "render"}, "", step.ExitOK},
-		{"trigger, completion tcsh", trigger, []string{"completion", "tcsh"}, `unknown shell "tcsh"`, step.ExitUsage},
-		{"trigger, help topic", trigger, []string{"help", "nope"}, `unknown help topic "nope"`, step.ExitUsage},
+			`--os-image "quay.io/os/:4"`, exitcode.ExitUsage},
+		{"completion tcsh", steps, []string{"completion", "tcsh"}, `unknown shell "tcsh"`, exitcode.ExitUsage},
+		{"help rendr", steps, []string{"help", "rendr"}, "Did you mean this?\n\trender\n", exitcode.ExitUsage},
+		{"unknown command rendr", steps, []string{"rendr"}, "Did you mean this?\n\trender\n", exitcode.ExitUsage},
+		{"help render", steps, []string{"help", "render"}, "", exitcode.ExitOK},
+		{"trigger, completion tcsh", trigger, []string{"completion", "tcsh"}, `unknown shell "tcsh"`, exitcode.ExitUsage},
+		{"trigger, help topic", trigger, []string{"help", "nope"}, `unknown help topic "nope"`, exitcode.ExitUsage},
 		{"trigger, malformed --registry", trigger, []string{"--source=dir:" + t.TempDir(), "--output-dir=" + t.TempDir(), "--once", "--registry=host/path"},
-			`--registry "host/path": want a registry host[:port]`, step.ExitUsage},
-		{"trigger, unknown flag", trigger, []string{"--bogus"}, "unknown flag: --bogus", step.ExitUsage},
+			`--registry "host/path": want a registry host[:port]`, exitcode.ExitUsage},
+		{"trigger, unknown flag", trigger, []string{"--bogus"}, "unknown flag: --bogus", exitcode.ExitUsage},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/bootimage"
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
@@ -33,6 +34,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/mcosim"
 )
@@ -211,9 +213,9 @@ func renderStage(t *testing.T, admin client.Client, kubeconfig string) {
 		},
 	})
 	work, results := t.TempDir(), t.TempDir()
-	code, out := runStep(t, step.StageRender,
+	code, out := runStep(t, workspace.StageRender,
 		"--source", "cluster", "--kubeconfig", kubeconfig, "--pool", "infra", "--work", work, "--results-dir", results)
-	if code != step.ExitOK {
+	if code != exitcode.ExitOK {
 		t.Fatalf("render as kiln-render: exit %d\n%s", code, out)
 	}
 	if n := result(t, results, "RENDERED_NAME"); !strings.HasPrefix(n, "rendered-infra-") || result(t, results, "HAS_KMOD") != "true" {
@@ -243,7 +245,7 @@ func writeMCOInputs(t *testing.T, c client.Client, pool, work string, d mcrender
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(in)
-	path := mcrender.MCOInputsPath(step.Workspace{Root: work})
+	path := workspace.Workspace{Root: work}.MCOInputsPath()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -320,20 +322,20 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 		args := append([]string{"--source", "cluster", "--kubeconfig", kubeconfig, "--pool", pool, "--image", image,
 			"--public-key", pub, "--insecure-registry", e.Registry.Host, "--work", work, "--results-dir", results,
 			"--timeout", "90s", "--settle-timeout", "60s"}, extra...)
-		code, out := runStep(t, step.StageRollout, args...)
+		code, out := runStep(t, workspace.StageRollout, args...)
 		return code, result(t, results, "ROLLOUT_STATE"), out
 	}
-	if code, state, out := run(images[0]); code != step.ExitRolledBack || state != rollout.StateRolledBack {
+	if code, state, out := run(images[0]); code != exitcode.ExitRolledBack || state != rollout.StateRolledBack {
 		t.Fatalf("first rollout (node degrades): exit %d, state %s, want a rollback\n%s", code, state, out)
 	}
 	mc := &mcfgv1.MachineConfig{}
 	if err := admin.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(pool)}, mc); !apierrors.IsNotFound(err) {
 		t.Fatalf("after rolling back a first rollout kiln's MachineConfig should be gone: %v", err)
 	}
-	if code, state, out := run(images[1], "--canary", "1"); code != step.ExitOK || state != rollout.StateSucceeded {
+	if code, state, out := run(images[1], "--canary", "1"); code != exitcode.ExitOK || state != rollout.StateSucceeded {
 		t.Fatalf("canary rollout: exit %d, state %s\n%s", code, state, out)
 	}
-	if code, state, out := run(images[2]); code != step.ExitOK || state != rollout.StateSucceeded {
+	if code, state, out := run(images[2]); code != exitcode.ExitOK || state != rollout.StateSucceeded {
 		t.Fatalf("third rollout: exit %d, state %s\n%s", code, state, out)
 	}
 	if err := admin.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(pool)}, mc); err != nil || mc.Spec.OSImageURL != images[2] {
@@ -350,7 +352,7 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 	if err := admin.Patch(ctx, p, client.MergeFrom(base)); err != nil {
 		t.Fatal(err)
 	}
-	if code, state, out := run(images[1]); code != step.ExitDrift || state != rollout.StateDriftDetected {
+	if code, state, out := run(images[1]); code != exitcode.ExitDrift || state != rollout.StateDriftDetected {
 		t.Fatalf("drift: exit %d, state %s\n%s", code, state, out)
 	}
 	if err := admin.Get(ctx, client.ObjectKey{Name: rollout.MachineConfigName(pool)}, mc); err != nil || mc.Spec.OSImageURL != images[2] {
@@ -367,10 +369,10 @@ func bootImagesStage(t *testing.T, admin client.Client, kubeconfig string) {
 	run := func() {
 		t.Helper()
 		work, results := t.TempDir(), t.TempDir()
-		code, out := runStep(t, step.StageBootImages,
+		code, out := runStep(t, workspace.StageBootImages,
 			"--source", "cluster", "--kubeconfig", kubeconfig, "--work", work, "--results-dir", results,
 			"--stable-timeout", "20s", "--default-arch", "x86_64")
-		if code != step.ExitOK || result(t, results, bootimage.ResultPatched) != "1" {
+		if code != exitcode.ExitOK || result(t, results, bootimage.ResultPatched) != "1" {
 			t.Fatalf("bootimages as kiln-bootimages: exit %d, %s=%q\n%s", code, bootimage.ResultPatched, result(t, results, bootimage.ResultPatched), out)
 		}
 	}
@@ -420,8 +422,8 @@ func kmodSignStage(t *testing.T, e *env.Env, kubeconfig string) {
 	}
 	mustCreate(t, e.Kube.Client, md)
 	work, results := t.TempDir(), t.TempDir()
-	ws := step.Workspace{Root: work}
-	if _, err := ws.Ensure(step.StageRender); err != nil {
+	ws := workspace.Workspace{Root: work}
+	if _, err := ws.Ensure(workspace.StageRender); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(md) // as render leaves it
@@ -430,11 +432,11 @@ func kmodSignStage(t *testing.T, e *env.Env, kubeconfig string) {
 	}
 	cert, key := env.ModuleSigningPair(t, "kiln rbac test signer")
 	cosignKey, cosignPass := cosignKeyFiles(t)
-	code, out := runStep(t, step.StageKmodSign,
+	code, out := runStep(t, workspace.StageKmodSign,
 		"--source", "cluster", "--kubeconfig", kubeconfig, "--pool", "rbac", "--work", work, "--results-dir", results,
 		"--module-cert", cert, "--module-key", key, "--insecure-registry", e.Registry.Host,
 		"--key", cosignKey, "--key-password-file", cosignPass)
-	if code != step.ExitOK {
+	if code != exitcode.ExitOK {
 		t.Fatalf("kmod-sign as kiln-kmod-sign: exit %d\n%s", code, out)
 	}
 	live := &kmmv1beta1.ModuleDay0{}
@@ -493,8 +495,8 @@ func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 			kmod.DockerfileKey: "ARG OS_AUTO\nFROM ${OS_AUTO}\nARG KERNEL_FULL_VERSION\nRUN mkdir -p /opt/lib/modules/${KERNEL_FULL_VERSION}\n"}},
 		md)
 	work, results := t.TempDir(), t.TempDir()
-	ws := step.Workspace{Root: work}
-	if _, err := ws.Ensure(step.StageRender); err != nil {
+	ws := workspace.Workspace{Root: work}
+	if _, err := ws.Ensure(workspace.StageRender); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(md)
@@ -505,7 +507,7 @@ func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 	cosignKey, cosignPass := cosignKeyFiles(t)
 	o := &kmod.BuildOptions{
 		Options:         step.Options{Work: work, ResultsDir: results, Pool: "rbac"},
-		RegistryOptions: step.RegistryOptions{Insecure: []string{e.Registry.Host}},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{e.Registry.Host}},
 		KubeOptions:     step.KubeOptions{Source: "cluster", Kubeconfig: kubeconfig},
 		// OS_AUTO is given, yet the step still reads the payload
 		// ConfigMap (it always does in cluster mode).
@@ -554,10 +556,10 @@ func capiStage(t *testing.T, admin client.Client, kubeconfig string) {
 	}}
 	mustCreate(t, admin, tmpl, ms)
 	work, results := t.TempDir(), t.TempDir()
-	code, out := runStep(t, step.StageBootImages,
+	code, out := runStep(t, workspace.StageBootImages,
 		"--source", "cluster", "--kubeconfig", kubeconfig, "--work", work, "--results-dir", results,
 		"--stable-timeout", "20s", "--default-arch", "x86_64", "--capi-mode", "All")
-	if code != step.ExitOK || result(t, results, bootimage.ResultPatched) != "1" {
+	if code != exitcode.ExitOK || result(t, results, bootimage.ResultPatched) != "1" {
 		t.Fatalf("bootimages --capi-mode All as kiln-bootimages: exit %d, %s=%q\n%s", code, bootimage.ResultPatched, result(t, results, bootimage.ResultPatched), out)
 	}
 	old := tmpl.DeepCopy()

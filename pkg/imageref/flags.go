@@ -1,32 +1,24 @@
-package step
+package imageref
 
 import (
 	"fmt"
 	"strings"
-
-	"github.com/google/go-containerregistry/pkg/name"
-
-	"github.com/kiln-dev/kiln/pkg/imageref"
 )
 
-// ParseDigestRef parses ref as registry/repository@sha256:<64 hex>
-// (imageref.ParseDigest).
-func ParseDigestRef(ref string) (name.Digest, error) { return imageref.ParseDigest(ref) }
-
-// IsDigestRef reports whether ref parses with ParseDigestRef.
+// IsDigestRef reports whether ref parses with ParseDigest.
 func IsDigestRef(ref string) bool {
-	_, err := ParseDigestRef(ref)
+	_, err := ParseDigest(ref)
 	return err == nil
 }
 
 // RequireDigestRef reports a missing --flag or one that is not a digest
-// reference (ParseDigestRef): a tag could move between the check and its
+// reference (ParseDigest): a tag could move between the check and its
 // use. The error names the flag, the value and the rule.
 func RequireDigestRef(flag, ref string) error {
 	if ref == "" {
 		return fmt.Errorf("--%s is required", flag)
 	}
-	if _, err := ParseDigestRef(ref); err != nil {
+	if _, err := ParseDigest(ref); err != nil {
 		if !strings.Contains(ref, "@") {
 			return fmt.Errorf("--%s %q: want repository@sha256:<64 hex> (a tag could move)", flag, ref)
 		}
@@ -36,24 +28,24 @@ func RequireDigestRef(flag, ref string) error {
 }
 
 // ValidRef reports an optional --flag whose value is not an image
-// reference (imageref.Parse); empty is valid.
+// reference (Parse); empty is valid.
 func ValidRef(flag, ref string) error {
 	if ref == "" {
 		return nil
 	}
-	if _, err := imageref.Parse(ref); err != nil {
+	if _, err := Parse(ref); err != nil {
 		return fmt.Errorf("--%s %q: want an image reference (repository:tag or repository@sha256:<64 hex>): %w", flag, ref, err)
 	}
 	return nil
 }
 
 // ValidRepository reports an optional --flag whose value is not a
-// repository name (imageref.ParseRepository); empty is valid.
+// repository name (ParseRepository); empty is valid.
 func ValidRepository(flag, repo string) error {
 	if repo == "" {
 		return nil
 	}
-	if _, err := imageref.ParseRepository(repo); err != nil {
+	if _, err := ParseRepository(repo); err != nil {
 		return fmt.Errorf("--%s %q: want a repository without tag or digest, e.g. quay.io/org/os: %w", flag, repo, err)
 	}
 	return nil

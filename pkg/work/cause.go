@@ -1,4 +1,4 @@
-package step
+package work
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
@@ -77,9 +78,9 @@ const TruncatedMarker = " … (truncated)"
 // ends with TruncatedMarker. What is not a regular file is reported as
 // such, in place of a cause.
 func (w Workspace) ReadCause(stage string) string {
-	b, truncated, err := ReadRegular(w.CausePath(stage), MaxCauseRead)
-	if errors.Is(err, ErrNotRegular) {
-		return fmt.Sprintf("(cause file %s: %v)", stage+".error", ErrNotRegular)
+	b, truncated, err := safepath.ReadRegular(w.CausePath(stage), MaxCauseRead)
+	if errors.Is(err, safepath.ErrNotRegular) {
+		return fmt.Sprintf("(cause file %s: %v)", stage+".error", safepath.ErrNotRegular)
 	}
 	if err != nil {
 		return ""

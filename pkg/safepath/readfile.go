@@ -1,4 +1,4 @@
-package step
+package safepath
 
 import (
 	"errors"

@@ -1,6 +1,7 @@
-package step
+package work
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,5 +75,23 @@ func write(t *testing.T, path string, b []byte) {
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The cause file holds the error on one line with its control characters
+// escaped; ReadCause returns that line.
+func TestCauseIsOneEscapedLine(t *testing.T) {
+	ws := Workspace{Root: t.TempDir()}
+	err := errors.Join(errors.New("pulling r.io/x: denied \x1b]0;owned\a"), errors.New("second\tline \xff"))
+	if werr := ws.WriteCause(StageRollout, err); werr != nil {
+		t.Fatal(werr)
+	}
+	b, rerr := os.ReadFile(ws.CausePath(StageRollout))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	want := `pulling r.io/x: denied \x1b]0;owned\a; second line \xff` + "\n"
+	if diff := cmp.Diff(want, string(b)); diff != "" {
+		t.Errorf("cause file (-want +got):\n%s", diff)
 	}
 }

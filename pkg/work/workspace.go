@@ -1,4 +1,4 @@
-package step
+package work
 
 import (
 	"encoding/json"
@@ -50,6 +50,12 @@ func (w Workspace) StageDir(stage string) string {
 	return filepath.Join(w.Root, stage)
 }
 
+// Files of report in report/: the run's summary as text and as Markdown.
+const (
+	SummaryTextFile     = "summary.txt"
+	SummaryMarkdownFile = "summary.md"
+)
+
 // Ensure creates the folder of a stage and returns it.
 func (w Workspace) Ensure(stage string) (string, error) {
 	if w.Root == "" {
@@ -75,7 +81,7 @@ type KmodImage struct {
 // results is skipped too, and the kmod tasks are skipped for pools without
 // a ModuleDay0.
 func (w Workspace) KmodImage() (KmodImage, bool, error) {
-	for _, f := range []string{"sign.json", "build.json"} {
+	for _, f := range []string{KmodSignFile, KmodBuildFile} {
 		b, err := os.ReadFile(filepath.Join(w.StageDir(StageKmodSign), f))
 		if errors.Is(err, os.ErrNotExist) {
 			continue

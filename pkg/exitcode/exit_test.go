@@ -1,14 +1,11 @@
-package step
+package exitcode
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 )
-
-func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o644) }
 
 // Each typed error maps to its code through any wrapping; other errors
 // are failures; nil is success.
@@ -55,20 +52,5 @@ func TestExitCodeTable(t *testing.T) {
 		if !strings.Contains(md, fmt.Sprintf("| %d | %s | %s |", c.Code, c.Name, c.Meaning)) || !strings.Contains(text.String(), c.Meaning) {
 			t.Errorf("code %d missing from the printed tables", c.Code)
 		}
-	}
-}
-
-// Validation names every problem in one error.
-func TestValidateReportsEveryMissingFlag(t *testing.T) {
-	o := Options{}
-	err := o.Validate()
-	if CodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "--work is required") || !strings.Contains(err.Error(), "--pool is required") {
-		t.Errorf("Validate() = %v, want one usage error naming --work and --pool", err)
-	}
-	if err := RequireDigestRef("image", "quay.io/x/os:latest"); err == nil || !strings.Contains(err.Error(), "--image") {
-		t.Errorf("a tag passed: %v", err)
-	}
-	if err := RequireDigestRef("image", "quay.io/x/os@sha256:"+strings.Repeat("a", 64)); err != nil {
-		t.Error(err)
 	}
 }

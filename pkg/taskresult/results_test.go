@@ -1,4 +1,4 @@
-package step
+package taskresult
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package step
+package exitcode
 
 import (
 	"context"
