@@ -18,8 +18,8 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"github.com/vincent-petithory/dataurl"
 
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -164,7 +164,7 @@ func TestRenderEveryPool(t *testing.T) {
 			if res["HAS_KMOD"] != w.hasKmod || res["KMOD_BUILD"] != w.hasKmod || res["KMOD_SIGN"] != w.hasKmod {
 				t.Errorf("kmod results %v, want %s", res, w.hasKmod)
 			}
-			plan, err := osimage.PlanLayer(mc)
+			plan, err := imagebuild.PlanLayer(mc)
 			if err != nil {
 				t.Fatal(err)
 			}

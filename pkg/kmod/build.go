@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -61,7 +61,7 @@ type BuildOptions struct {
 	// SecretsDir holds one folder per build secret (a mounted Secret).
 	SecretsDir string
 	// Buildah runs the build; tests give it their private storage.
-	Buildah osimage.Buildah
+	Buildah buildah.Buildah
 	// Identity proves reuse.
 	Identity step.IdentityOptions
 }
@@ -73,7 +73,7 @@ const DefaultSecretsDir = "/etc/kiln/kmod-build-secrets"
 func DefaultBuildOptions() *BuildOptions {
 	return &BuildOptions{
 		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
-		SecretsDir: DefaultSecretsDir, Buildah: osimage.Buildah{Bin: osimage.DefaultBuildah},
+		SecretsDir: DefaultSecretsDir, Buildah: buildah.Buildah{Bin: buildah.DefaultBuildah},
 		Identity: step.DefaultIdentityOptions(),
 	}
 }
@@ -224,12 +224,12 @@ var BuildEnv = map[string]string{
 // same. Every byte of the result comes from these arguments: the pool is
 // not among them (the image belongs to the ModuleDay0, which may serve
 // several pools), so it is no label either.
-func unsignedBud(dir, dockerfile string, args, secrets map[string]string, target, kernel string) (osimage.Bud, error) {
+func unsignedBud(dir, dockerfile string, args, secrets map[string]string, target, kernel string) (buildah.Bud, error) {
 	cf := filepath.Join(dir, "Dockerfile")
 	if err := os.WriteFile(cf, []byte(dockerfile), 0o644); err != nil {
-		return osimage.Bud{}, err
+		return buildah.Bud{}, err
 	}
-	return osimage.Bud{
+	return buildah.Bud{
 		Dir: dir, Containerfile: cf, BuildArgs: args, Secrets: secrets, Target: target, Env: BuildEnv,
 		Labels: map[string]string{KernelLabel: kernel},
 		Pulls:  []string{args[ArgOSAuto], args[ArgDTKAuto]},

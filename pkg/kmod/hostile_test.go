@@ -19,8 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -161,7 +161,7 @@ func buildOnly(t *testing.T, f *fixture, out io.Writer) error {
 		RegistryOptions: step.RegistryOptions{Insecure: []string{f.reg.Host}, AuthFile: filepath.Join(filepath.Dir(f.work), "registry-auth", "config.json")},
 		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
 		OSImage:         f.osImage, SecretsDir: f.secrets,
-		Buildah:  osimage.Buildah{Env: f.buildahEnv},
+		Buildah:  buildah.Buildah{Env: f.buildahEnv},
 		Identity: f.identity(),
 	}
 	return o.Run(t.Context(), step.Streams{Out: out, Err: out})

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -137,7 +137,7 @@ func poolKernelType(ws step.Workspace) (kernelType, from string, err error) {
 	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 		return KernelTypeDefault, "no rendered config in the workspace", nil
 	}
-	mc, err := osimage.ReadRendered(p)
+	mc, err := imagebuild.ReadRendered(p)
 	if err != nil {
 		return "", "", err
 	}

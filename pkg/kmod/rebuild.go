@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -20,7 +20,7 @@ import (
 // content is no input kiln records, so the caller must supply the same. The returned Inputs are
 // computed again, with the kernel version checked against the OS image
 // and the driver toolkit.
-func RebuildUnsigned(ctx context.Context, r registry.Remote, bb osimage.Buildah, in trust.Inputs, secretsDir, work string) (*osimage.Rebuilt, error) {
+func RebuildUnsigned(ctx context.Context, r registry.Remote, bb buildah.Buildah, in trust.Inputs, secretsDir, work string) (*buildah.Rebuilt, error) {
 	k, err := trust.KmodBuildOf(in)
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding the kmod image: %w", err)

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -35,7 +35,7 @@ func TestRebuildUnsignedAndResignGiveThePushedDigests(t *testing.T) {
 
 	r := registry.Remote{Insecure: []string{e.Registry.Host}}
 	other := env.NewBuildah(t, env.BuildahOptions{InsecureRegistries: []string{e.Registry.Host}})
-	bb := osimage.Buildah{Env: other.Env}
+	bb := buildah.Buildah{Env: other.Env}
 	_, err := kmod.RebuildUnsigned(t.Context(), r, bb, *built.Inputs, t.TempDir(), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), `spec.osMapping.build.secrets[0].name "build-secret": not mounted: no folder build-secret/ and no file build-secret_<key>`) {
 		t.Fatalf("rebuild without the secret's file: %v", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
@@ -35,13 +36,13 @@ type NotSeen struct {
 
 // why is the short reason of each rule that keeps a file from the node.
 var why = map[string]string{
-	RuleMCOVar:     "under /var, which a node takes from an image on first install only",
-	RuleMCODropped: "in a top-level folder the node's import drops or empties",
+	imagebuild.RuleMCOVar:     "under /var, which a node takes from an image on first install only",
+	imagebuild.RuleMCODropped: "in a top-level folder the node's import drops or empties",
 }
 
 // nodeView is the plan's view from an upgraded node: every non-folder
 // entry arrives as rendered except the ones the node rules warned about.
-func nodeView(p *Plan) NodeView {
+func nodeView(p *imagebuild.Plan) NodeView {
 	if p == nil {
 		return NodeView{}
 	}
@@ -60,7 +61,7 @@ func nodeView(p *Plan) NodeView {
 		if !ok || folder[f.Path] {
 			continue
 		}
-		if f.Rule == RuleMCODropped {
+		if f.Rule == imagebuild.RuleMCODropped {
 			// Left out of the layer: not among the entries counted.
 			v.Rendered++
 		} else {
@@ -90,4 +91,17 @@ func (v NodeView) String() string {
 		named = append(named, fmt.Sprintf("%s (%s)", termsafe.Escape(n.Path), n.Why))
 	}
 	return s + "; not from the image on upgrade, MCO's daemon writes them: " + strings.Join(named, ", ")
+}
+
+// verdict is the NODE_CHECK result: the check's outcome (l), then what
+// an upgraded node sees of the rendered config (view).
+func verdict(l *imagebuild.NodeLint, view NodeView) string {
+	switch {
+	case l == nil:
+		return ""
+	case l.Attested:
+		return fmt.Sprintf("pass (%s, attested); %s", l.Rules, view)
+	default:
+		return fmt.Sprintf("pass (%s), %d warning(s); %s", l.Rules, len(l.Warnings), view)
+	}
 }
