@@ -20,6 +20,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -234,7 +235,7 @@ func TestModuleDay0SelectsOnlyInfra(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{kmod.ArgOSAuto: facts.BaseOSImage, kmod.ArgDTKAuto: DriverToolkitImage, kmod.ArgKernelFullVersion: KernelVersion, kmod.ArgModName: "kiln-hello"} {
+	for k, v := range map[string]string{kmodbuild.ArgOSAuto: facts.BaseOSImage, kmodbuild.ArgDTKAuto: DriverToolkitImage, kmodbuild.ArgKernelFullVersion: KernelVersion, kmodbuild.ArgModName: "kiln-hello"} {
 		if args[k] != v {
 			t.Errorf("build arg %s = %q, want %q", k, args[k], v)
 		}

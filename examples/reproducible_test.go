@@ -19,6 +19,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -197,7 +198,7 @@ func checkSampleRebuilds(t *testing.T, run sampleRun) {
 	bb := buildah.Buildah{Env: run.buildah.Env}
 
 	built := readKmodReport(t, ws, kmod.BuildReportFile)
-	unsigned, err := kmod.RebuildUnsigned(ctx, r, bb, *built.Inputs, t.TempDir(), t.TempDir())
+	unsigned, err := kmodbuild.RebuildUnsigned(ctx, r, bb, *built.Inputs, t.TempDir(), t.TempDir())
 	if err != nil {
 		t.Fatalf("rebuilding kmod-build's image: %v", err)
 	}

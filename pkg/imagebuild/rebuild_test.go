@@ -206,7 +206,7 @@ func sha256Of(b []byte) string {
 // stages do not declare the variable: Bud.Env reaches the final stage's
 // RUN steps (an undeclared --build-arg would not). buildah 1.28 gives
 // --env to the final stage only; the builder stage's value is logged, so
-// a buildah that passes it everywhere shows here (kmod.BuildEnv's comment
+// a buildah that passes it everywhere shows here (kmodbuild.BuildEnv's comment
 // says what that changes).
 func TestBudEnvReachesTheFinalStage(t *testing.T) {
 	e := env.Start(t, env.Options{Registry: true, Buildah: true})

@@ -217,3 +217,13 @@ func assertOnlyWrote(t *testing.T, root string, before, after map[string]string,
 		t.Errorf("paths under %s outside %v changed (-before +after):\n%s", root, allowed, d)
 	}
 }
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+}

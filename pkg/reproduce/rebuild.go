@@ -10,6 +10,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -44,7 +45,7 @@ func rebuildNodeImage(ctx context.Context, r registry.Remote, bb buildah.Buildah
 // rebuildKmodBuild rebuilds an unsigned kmod image from its attested
 // inputs, with the build secrets of secretsDir.
 func rebuildKmodBuild(ctx context.Context, r registry.Remote, bb buildah.Buildah, in trust.Inputs, secretsDir, work string) (*rebuiltImage, error) {
-	return kmod.RebuildUnsigned(ctx, r, bb, in, secretsDir, work)
+	return kmodbuild.RebuildUnsigned(ctx, r, bb, in, secretsDir, work)
 }
 
 // resignKmod applies signed's module signatures, after checking them, to

@@ -1,17 +1,21 @@
-package kmod
+package kmodbuild
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
+	"slices"
+	"sort"
 	"strings"
 
-	"github.com/kiln-dev/kiln/pkg/imagebuild"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kiln-dev/kiln/pkg/layers"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // The kernelType values of a rendered MachineConfig (MCO's names).
@@ -114,9 +118,9 @@ func readDTKRelease(ctx context.Context, r registry.Remote, image string) (*DTKR
 	return rel, nil
 }
 
-// payloadKernels reads the OS image's kernel and the driver toolkit's
+// ReadPayloadKernels reads the OS image's kernel and the driver toolkit's
 // release file (dtkImage may be empty) into PayloadKernels.
-func payloadKernels(ctx context.Context, r registry.Remote, osImage, dtkImage string) (Kernels, error) {
+func ReadPayloadKernels(ctx context.Context, r registry.Remote, osImage, dtkImage string) (Kernels, error) {
 	kver, err := osKernel(ctx, r, osImage)
 	if err != nil {
 		return nil, fmt.Errorf("reading the kernel version of OS_AUTO: %w", err)
@@ -128,22 +132,47 @@ func payloadKernels(ctx context.Context, r registry.Remote, osImage, dtkImage st
 	return PayloadKernels(kver, dtk)
 }
 
-// poolKernelType is the kernelType of the pool's rendered config, which
-// render wrote into the workspace; MCO's default when there is none (a
-// kmod build run on its own). The pool's image-build swaps the base's
-// kernel for this one, so the modules must be built for it.
-func poolKernelType(ws step.Workspace) (kernelType, from string, err error) {
-	p := ws.RenderedPath()
-	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-		return KernelTypeDefault, "no rendered config in the workspace", nil
-	}
-	mc, err := imagebuild.ReadRendered(p)
+func osKernel(ctx context.Context, r registry.Remote, image string) (string, error) {
+	ref, err := r.ParseRef(image)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	kt := strings.TrimSpace(mc.Spec.KernelType)
-	if kt == "" {
-		kt = KernelTypeDefault
+	img, err := r.Image(ctx, ref)
+	if err != nil {
+		return "", registry.Classify(err, "reading OS image", image)
 	}
-	return kt, "spec.kernelType of " + mc.Name, nil
+	return KernelFullVersion(img)
+}
+
+// OSTreeLinuxLabel is the label RHCOS images carry with their kernel's
+// full version.
+const OSTreeLinuxLabel = "ostree.linux"
+
+// KernelFullVersion reads the kernel version of an OS image: the
+// ostree.linux label RHCOS sets, else the only folder under
+// /usr/lib/modules.
+func KernelFullVersion(img v1.Image) (string, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	if v := cf.Config.Labels[OSTreeLinuxLabel]; v != "" {
+		return v, nil
+	}
+	var versions []string
+	err = layers.Walk(img, func(p string, h *tar.Header, _ io.Reader) error {
+		if rest, ok := strings.CutPrefix(p, "usr/lib/modules/"); ok && rest != "" && !strings.Contains(rest, "/") && h.Typeflag == tar.TypeDir {
+			versions = append(versions, rest)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(versions)
+	versions = slices.Compact(versions)
+	if len(versions) != 1 {
+		return "", fmt.Errorf("cannot tell the kernel version: no %s label and %d folders under /usr/lib/modules %v", OSTreeLinuxLabel, len(versions), versions)
+	}
+	return versions[0], nil
 }

@@ -1,4 +1,4 @@
-package kmod_test
+package kmodbuild_test
 
 import (
 	"os"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 )
 
 // secretsLayout is a Task's /workspace: the build-secrets folder beside
@@ -29,6 +29,16 @@ func newSecretsLayout(t *testing.T) secretsLayout {
 	mustSymlink(t, "..2026_11_27_00_00_00.1", filepath.Join(l.secrets, "build-secret", "..data"))
 	mustSymlink(t, "..data/token", filepath.Join(l.secrets, "build-secret", "token"))
 	return l
+}
+
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mustSymlink(t *testing.T, target, link string) {
@@ -133,7 +143,7 @@ func TestSecretFilesHandsOnlyTheModuleDay0sSecretsToTheBuild(t *testing.T) {
 		{
 			name: "a key larger than a Secret", names: []string{"big"},
 			edit: func(t *testing.T, l secretsLayout) {
-				writeFile(t, filepath.Join(l.secrets, "big", "blob"), strings.Repeat("x", kmod.MaxSecretBytes+1))
+				writeFile(t, filepath.Join(l.secrets, "big", "blob"), strings.Repeat("x", kmodbuild.MaxSecretBytes+1))
 			},
 			wantErr: `key "blob" is 1048577 bytes, over the 1048576 a Secret may hold`,
 		},
@@ -149,7 +159,7 @@ func TestSecretFilesHandsOnlyTheModuleDay0sSecretsToTheBuild(t *testing.T) {
 			if c.edit != nil {
 				c.edit(t, l)
 			}
-			got, err := kmod.SecretFiles(l.secrets, c.names)
+			got, err := kmodbuild.SecretFiles(l.secrets, c.names)
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("SecretFiles(%q) = %v, %v; want error containing %q", c.names, got, err, c.wantErr)
@@ -178,11 +188,11 @@ func TestSecretFilesHandsOnlyTheModuleDay0sSecretsToTheBuild(t *testing.T) {
 // TestSecretFilesWithoutAFolderNamesTheSecrets: a ModuleDay0 that lists
 // Secrets in a run with no build-secrets folder fails before any build.
 func TestSecretFilesWithoutAFolderNamesTheSecrets(t *testing.T) {
-	_, err := kmod.SecretFiles("", []string{"build-secret"})
+	_, err := kmodbuild.SecretFiles("", []string{"build-secret"})
 	if want := `spec.osMapping.build.secrets ["build-secret"]: no build secrets are mounted`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
-	if got, err := kmod.SecretFiles("", nil); err != nil || len(got) != 0 {
+	if got, err := kmodbuild.SecretFiles("", nil); err != nil || len(got) != 0 {
 		t.Fatalf("no secrets listed: %v, %v", got, err)
 	}
 }

@@ -1,4 +1,4 @@
-package kmod
+package kmodbuild
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package kmod
+package kmodbuild
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func RebuildUnsigned(ctx context.Context, r registry.Remote, bb buildah.Buildah,
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding the kmod image: %w", err)
 	}
-	ks, err := payloadKernels(ctx, r, k.OSImage, k.DTKImage)
+	ks, err := ReadPayloadKernels(ctx, r, k.OSImage, k.DTKImage)
 	if err != nil {
 		return nil, fmt.Errorf("rebuilding %s: %w", k.Target, err)
 	}
@@ -44,7 +44,7 @@ func RebuildUnsigned(ctx context.Context, r registry.Remote, bb buildah.Buildah,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	b, err := unsignedBud(dir, k.Dockerfile, k.BuildArgs, secrets, k.Target, kver)
+	b, err := UnsignedBud(dir, k.Dockerfile, k.BuildArgs, secrets, k.Target, kver)
 	if err != nil {
 		return nil, err
 	}
