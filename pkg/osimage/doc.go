@@ -7,5 +7,6 @@
 // Preflight checks a custom base against the payload's base: same leading
 // layers, same OS version label; a failure is an error.
 //
-// Only cmd/ imports this package; other stages use pkg/imagebuild.
+// Only cmd/ and end-to-end tests import this package; other stages use
+// pkg/imagebuild.
 package osimage
