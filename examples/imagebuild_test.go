@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -59,7 +60,7 @@ func TestImageBuildFromSample(t *testing.T) {
 		o := &osimage.BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: pool},
 			RegistryOptions: registry.RegistryOptions{Insecure: []string{e.Registry.Host}},
 			Base:            refs[0], PayloadBase: refs[0], ExtensionsImage: extensions,
-			Repository: e.Registry.Host + "/kiln/" + pool, Source: osimage.DefaultSource, BuildahBin: "buildah"}
+			Repository: e.Registry.Host + "/kiln/" + pool, Source: imagebuild.DefaultSource, BuildahBin: "buildah"}
 		var log bytes.Buffer
 		err := o.Run(t.Context(), step.Streams{Out: &log, Err: &log})
 		res := map[string]string{}

@@ -15,9 +15,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -59,7 +59,7 @@ func buildAndSignSampleKmods(t *testing.T, e *env.Env, refs []string, dtk, work 
 	attest := signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
 		PasswordFile: filepath.Join(keys, "cosign.password"), RunID: "examples-kmod"}
 	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
-		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: osimage.Buildah{Env: e.Buildah.Env},
+		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: buildah.Buildah{Env: e.Buildah.Env},
 		Identity: identity}
 	start := time.Now()
 	if err := build.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {

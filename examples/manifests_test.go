@@ -24,7 +24,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/apis"
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -248,7 +248,7 @@ func TestPushedImagesServeThePayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kver, err := kmod.KernelFullVersion(img)
+	kver, err := kmodbuild.KernelFullVersion(img)
 	if err != nil || kver != KernelVersion {
 		t.Errorf("kernel version %q (%v), want %q", kver, err, KernelVersion)
 	}

@@ -17,6 +17,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/examples"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -61,7 +62,7 @@ func TestInfraBuildahPathWithUserContentOnNode(t *testing.T) {
 	work := t.TempDir()
 	examples.RenderInto(t, work, "infra")
 	img := buildInfraWithContainerfile(t, e, refs, work)
-	mc, err := osimage.ReadRendered(workspace.Workspace{Root: work}.RenderedPath())
+	mc, err := imagebuild.ReadRendered(workspace.Workspace{Root: work}.RenderedPath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func buildInfraWithContainerfile(t *testing.T, e *env.Env, refs []string, work s
 	o := &osimage.BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "infra"},
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{e.Registry.Host}},
 		Base:            refs[0], PayloadBase: refs[0], ExtensionsImage: refs[1], ContainerfilePath: cf,
-		Repository: e.Registry.Host + "/kiln/infra", Source: osimage.DefaultSource, BuildahBin: "buildah"}
+		Repository: e.Registry.Host + "/kiln/infra", Source: imagebuild.DefaultSource, BuildahBin: "buildah"}
 	var log bytes.Buffer
 	if err := o.Run(t.Context(), step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("image-build infra: %v\n%s", err, log.String())

@@ -12,6 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kiln-dev/kiln/examples"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -86,7 +87,7 @@ func buildInfra(t *testing.T, e *env.Env, refs []string, work string) v1.Image {
 	o := &osimage.BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "infra"},
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{e.Registry.Host}},
 		Base:            refs[0], PayloadBase: refs[0], ExtensionsImage: refs[1],
-		Repository: e.Registry.Host + "/kiln/infra", Source: osimage.DefaultSource, BuildahBin: "buildah"}
+		Repository: e.Registry.Host + "/kiln/infra", Source: imagebuild.DefaultSource, BuildahBin: "buildah"}
 	var log bytes.Buffer
 	if err := o.Run(t.Context(), step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("image-build infra: %v\n%s", err, log.String())

@@ -19,8 +19,9 @@ import (
 	"github.com/vincent-petithory/dataurl"
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/render"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 )
@@ -165,7 +166,7 @@ func TestRenderEveryPool(t *testing.T) {
 			if res["HAS_KMOD"] != w.hasKmod || res["KMOD_BUILD"] != w.hasKmod || res["KMOD_SIGN"] != w.hasKmod {
 				t.Errorf("kmod results %v, want %s", res, w.hasKmod)
 			}
-			plan, err := osimage.PlanLayer(mc)
+			plan, err := imagebuild.PlanLayer(mc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -235,7 +236,7 @@ func TestModuleDay0SelectsOnlyInfra(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{kmod.ArgOSAuto: facts.BaseOSImage, kmod.ArgDTKAuto: DriverToolkitImage, kmod.ArgKernelFullVersion: KernelVersion, kmod.ArgModName: "kiln-hello"} {
+	for k, v := range map[string]string{kmodbuild.ArgOSAuto: facts.BaseOSImage, kmodbuild.ArgDTKAuto: DriverToolkitImage, kmodbuild.ArgKernelFullVersion: KernelVersion, kmodbuild.ArgModName: "kiln-hello"} {
 		if args[k] != v {
 			t.Errorf("build arg %s = %q, want %q", k, args[k], v)
 		}

@@ -16,7 +16,10 @@ import (
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
+	"github.com/kiln-dev/kiln/pkg/buildah"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -75,7 +78,7 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 		results := filepath.Join(work, "out")
 		o := &osimage.BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: pool}, RegistryOptions: reg,
 			Base: refs[0], PayloadBase: refs[0], ExtensionsImage: refs[1],
-			Repository: host + "/kiln/" + pool, Source: osimage.DefaultSource, BuildahBin: "buildah"}
+			Repository: host + "/kiln/" + pool, Source: imagebuild.DefaultSource, BuildahBin: "buildah"}
 		var log bytes.Buffer
 		if err := o.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 			t.Fatalf("image-build %s: %v\n%s", pool, err, log.String())
@@ -109,7 +112,7 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 		PasswordFile: filepath.Join(keys, "cosign.password"), RunID: "examples-reproducible"}
 	var log bytes.Buffer
 	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
-		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: osimage.Buildah{Env: bb.Env},
+		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: buildah.Buildah{Env: bb.Env},
 		Identity: identity}
 	if err := build.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-build: %v\n%s", err, log.String())
@@ -193,10 +196,10 @@ func checkSampleRebuilds(t *testing.T, run sampleRun) {
 	ctx := context.WithoutCancel(t.Context())
 	r := registry.Remote{Insecure: []string{run.host}}
 	ws := workspace.Workspace{Root: run.infraWork}
-	bb := osimage.Buildah{Env: run.buildah.Env}
+	bb := buildah.Buildah{Env: run.buildah.Env}
 
 	built := readKmodReport(t, ws, workspace.KmodBuildFile)
-	unsigned, err := kmod.RebuildUnsigned(ctx, r, bb, *built.Inputs, t.TempDir(), t.TempDir())
+	unsigned, err := kmodbuild.RebuildUnsigned(ctx, r, bb, *built.Inputs, t.TempDir(), t.TempDir())
 	if err != nil {
 		t.Fatalf("rebuilding kmod-build's image: %v", err)
 	}
@@ -227,14 +230,14 @@ func checkSampleRebuilds(t *testing.T, run sampleRun) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc, err := osimage.ReadRendered(ws.RenderedPath())
+	mc, err := imagebuild.ReadRendered(ws.RenderedPath())
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := osimage.BuildahInput{ExtensionsImage: run.extensions, BuildInput: osimage.BuildInput{
+	in := imagebuild.BuildahInput{ExtensionsImage: run.extensions, BuildInput: imagebuild.BuildInput{
 		Base: rep.Base, Repository: run.host + "/kiln/infra", Pool: "infra", Rendered: mc,
-		KmodDigests: rep.KmodDigests, Source: osimage.DefaultSource}}
-	node, err := osimage.Rebuild(ctx, r, bb, in, "buildah", t.TempDir())
+		KmodDigests: rep.KmodDigests, Source: imagebuild.DefaultSource}}
+	node, err := imagebuild.Rebuild(ctx, r, bb, in, "buildah", t.TempDir())
 	if err != nil {
 		t.Fatalf("rebuilding infra's image: %v", err)
 	}

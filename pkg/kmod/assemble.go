@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 )
 
 // placedFile is one regular file of the placement layer.
@@ -35,7 +35,7 @@ type placedFile struct {
 // signatures of an image under check; both assemble it here, so that the
 // same signed modules give the same image.
 func signedImage(src v1.Image, files fstest.MapFS, paths []string, kver string, sign func(path string, module []byte) ([]byte, error), depmod string) (v1.Image, *Placement, error) {
-	lt, err := osimage.LayerTypeFor(src)
+	lt, err := imagebuild.LayerTypeFor(src)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,9 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/imageref"
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -64,7 +64,7 @@ type BuildOptions struct {
 	// SecretsDir holds one folder per build secret (a mounted Secret).
 	SecretsDir string
 	// Buildah runs the build; tests give it their private storage.
-	Buildah osimage.Buildah
+	Buildah buildah.Buildah
 	// Identity proves reuse.
 	Identity step.IdentityOptions
 }
@@ -76,7 +76,7 @@ const DefaultSecretsDir = "/etc/kiln/kmod-build-secrets"
 func DefaultBuildOptions() *BuildOptions {
 	return &BuildOptions{
 		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
-		SecretsDir: DefaultSecretsDir, Buildah: osimage.Buildah{Bin: osimage.DefaultBuildah},
+		SecretsDir: DefaultSecretsDir, Buildah: buildah.Buildah{Bin: buildah.DefaultBuildah},
 		Identity: step.DefaultIdentityOptions(),
 	}
 }
@@ -174,11 +174,11 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	b, err := unsignedBud(dir, dockerfile, bi.args, secrets, plan.BuildTarget, bi.kernel)
+	b, err := kmodbuild.UnsignedBud(dir, dockerfile, bi.args, secrets, plan.BuildTarget, bi.kernel)
 	if err != nil {
 		return err
 	}
-	p.Printf("building %s for kernel %s, %s (OS_AUTO %s, DTK_AUTO %s)", plan.BuildTarget, bi.kernel, bi.why, bi.args[ArgOSAuto], bi.args[ArgDTKAuto])
+	p.Printf("building %s for kernel %s, %s (OS_AUTO %s, DTK_AUTO %s)", plan.BuildTarget, bi.kernel, bi.why, bi.args[kmodbuild.ArgOSAuto], bi.args[kmodbuild.ArgDTKAuto])
 	// A kernel module build compiles for minutes: one line per Dockerfile
 	// instruction shows where it is (Printf escapes the Dockerfile's text).
 	b.OnStep = func(line string) { p.Printf("%s", clipStep(line)) }
@@ -194,50 +194,6 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		Inputs: &bi.inputs, ReuseRejected: reuse.Rejected}
 	p.Printf("pushed %s; kmod-attest signs it and attests its build inputs", rep.Image)
 	return writeKmodResults(o.Options, ws, work.KmodBuildFile, rep)
-}
-
-// BuildEnv is the environment of a kmod build's final stage (buildah
-// --env: an undeclared --build-arg would not reach its RUN steps, such as
-// the day-0 proposal's depmod). Tools that write times, users or hosts into their
-// output read these; the variables also land in the image config's Env.
-//
-// buildah 1.28 gives --env to the final stage only, not to the stage that
-// compiles the module (osimage TestBudEnvReachesTheFinalStage). The module
-// does not need them: the kernel's build refuses __DATE__ and __TIME__
-// (-Werror=date-time), so SOURCE_DATE_EPOCH cannot reach it; KBUILD_BUILD_*
-// only feed vmlinux's compile.h, which an external module (make M=…)
-// never builds; its build id is a hash of its content. A user's own tools
-// in a builder stage that embed the time are not covered.
-//
-// No -ffile-prefix-map: the module is compiled inside the build container,
-// in the Dockerfile's WORKDIR against the driver toolkit's headers (the
-// kernel's Makefile already maps its own tree away with
-// -fmacro-prefix-map), so the paths in its debug info are container paths,
-// the same on every machine; no path of the host reaches the module
-// (TestRebuildUnsignedAndResignGiveThePushedDigests checks).
-var BuildEnv = map[string]string{
-	"SOURCE_DATE_EPOCH":      "0",
-	"KBUILD_BUILD_TIMESTAMP": "Thu Jan  1 00:00:00 UTC 1970",
-	"KBUILD_BUILD_USER":      "kiln",
-	"KBUILD_BUILD_HOST":      "kiln",
-}
-
-// unsignedBud writes the Dockerfile into dir and returns the buildah
-// build of the unsigned image: kmod-build and RebuildUnsigned run the
-// same. Every byte of the result comes from these arguments: the pool is
-// not among them (the image belongs to the ModuleDay0, which may serve
-// several pools), so it is no label either.
-func unsignedBud(dir, dockerfile string, args, secrets map[string]string, target, kernel string) (osimage.Bud, error) {
-	cf := filepath.Join(dir, "Dockerfile")
-	if err := os.WriteFile(cf, []byte(dockerfile), 0o644); err != nil {
-		return osimage.Bud{}, err
-	}
-	return osimage.Bud{
-		Dir: dir, Containerfile: cf, BuildArgs: args, Secrets: secrets, Target: target, Env: BuildEnv,
-		Labels: map[string]string{KernelLabel: kernel},
-		Pulls:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
-		Bases:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
-	}, nil
 }
 
 // buildInputs are a kmod build's arguments and what they are made of, all
@@ -304,7 +260,7 @@ func (o *BuildOptions) targetKernel(ctx context.Context, r registry.Remote, pl P
 	if err != nil {
 		return "", "", err
 	}
-	ks, err := payloadKernels(ctx, r, pl.OSImage, pl.DTKImage)
+	ks, err := kmodbuild.ReadPayloadKernels(ctx, r, pl.OSImage, pl.DTKImage)
 	if err != nil {
 		return "", "", err
 	}
@@ -343,18 +299,6 @@ func existing(ctx context.Context, r registry.Remote, image string) (work.KmodRe
 		return work.KmodReport{}, false, err
 	}
 	return work.KmodReport{Image: ref.Context().Digest(desc.Digest.String()).String(), Digest: desc.Digest.String()}, true, nil
-}
-
-func osKernel(ctx context.Context, r registry.Remote, image string) (string, error) {
-	ref, err := r.ParseRef(image)
-	if err != nil {
-		return "", err
-	}
-	img, err := r.Image(ctx, ref)
-	if err != nil {
-		return "", registry.Classify(err, "reading OS image", image)
-	}
-	return KernelFullVersion(img)
 }
 
 // buildObjects are the ConfigMaps kmod-build reads.
@@ -426,14 +370,14 @@ func (b *buildObjects) dockerfile(md *kmmv1beta1.ModuleDay0) (string, error) {
 	return df, nil
 }
 
-// secretFiles is SecretFiles for the ModuleDay0's own build.secrets, the
+// secretFiles is kmodbuild.SecretFiles for the ModuleDay0's own build.secrets, the
 // only Secrets its build may read.
 func (o *BuildOptions) secretFiles(md *kmmv1beta1.ModuleDay0) (map[string]string, error) {
 	names := make([]string, 0, len(md.Spec.OSMapping.Build.Secrets))
 	for _, s := range md.Spec.OSMapping.Build.Secrets {
 		names = append(names, s.Name)
 	}
-	out, err := SecretFiles(o.SecretsDir, names)
+	out, err := kmodbuild.SecretFiles(o.SecretsDir, names)
 	if err != nil {
 		return nil, exitcode.InputRejected(fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err))
 	}

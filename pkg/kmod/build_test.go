@@ -26,8 +26,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/buildah"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -187,7 +188,7 @@ func (f *fixture) build(t *testing.T, out io.Writer) error {
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{f.reg.Host}},
 		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
 		OSImage:         f.osImage, DTKImage: f.dtkImage, SecretsDir: f.secrets,
-		Buildah:  osimage.Buildah{Env: f.buildahEnv},
+		Buildah:  buildah.Buildah{Env: f.buildahEnv},
 		Identity: f.identity(),
 	}
 	if f.kubeconfig != "" {
@@ -337,7 +338,7 @@ func TestKmodBuildSignCompose(t *testing.T) {
 
 	// Composition: the signed kmod image is image-build's base.
 	mc := renderedWithFile(t, "/etc/kiln-kmod.conf", "options kiln_hello debug=1\n")
-	res, err := osimage.Build(t.Context(), registry.Remote{Insecure: []string{e.Registry.Host}}, osimage.BuildInput{
+	res, err := imagebuild.Build(t.Context(), registry.Remote{Insecure: []string{e.Registry.Host}}, imagebuild.BuildInput{
 		Base: signedRef, Repository: e.Registry.Ref("os/worker"), Pool: "worker", Rendered: mc,
 		KmodDigests: []string{f.result(t, "KMOD_IMAGE_DIGEST")},
 	})

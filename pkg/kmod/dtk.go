@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -21,7 +22,7 @@ import (
 // (the day-0 proposal), and that error must not hide behind a registry call.
 func needsDTK(dockerfile string) bool {
 	args := DockerfileArgs(dockerfile)
-	return slices.Contains(args, ArgDTKAuto) && slices.Contains(args, ArgOSAuto)
+	return slices.Contains(args, kmodbuild.ArgDTKAuto) && slices.Contains(args, kmodbuild.ArgOSAuto)
 }
 
 // driverToolkit finds DTK_AUTO when --dtk-image is empty: the

@@ -19,9 +19,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
@@ -163,7 +163,7 @@ func buildOnly(t *testing.T, f *fixture, out io.Writer) error {
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{f.reg.Host}, AuthFile: filepath.Join(filepath.Dir(f.work), "registry-auth", "config.json")},
 		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
 		OSImage:         f.osImage, SecretsDir: f.secrets,
-		Buildah:  osimage.Buildah{Env: f.buildahEnv},
+		Buildah:  buildah.Buildah{Env: f.buildahEnv},
 		Identity: f.identity(),
 	}
 	return o.Run(t.Context(), step.Streams{Out: out, Err: out})
@@ -217,5 +217,15 @@ func assertOnlyWrote(t *testing.T, root string, before, after map[string]string,
 	}
 	if d := cmp.Diff(outside(before), outside(after)); d != "" {
 		t.Errorf("paths under %s outside %v changed (-before +after):\n%s", root, allowed, d)
+	}
+}
+
+func mustSymlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -37,9 +38,9 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 	e := env.Start(t, env.Options{Registry: true, Buildah: true})
 	_, kver := env.PushDTK(t, e.Registry.Ref("payload/driver-toolkit:plain"))
 	rt := strings.TrimSuffix(kver, "-amd64") + "-rt-amd64"
-	rel, _ := json.Marshal(kmod.DTKRelease{KernelVersion: kver, RTKernelVersion: rt})
+	rel, _ := json.Marshal(kmodbuild.DTKRelease{KernelVersion: kver, RTKernelVersion: rt})
 	dtk := push(t, e.Registry.Ref("payload/driver-toolkit:test"),
-		withFile(t, pull(t, e.Registry.Ref("payload/driver-toolkit:plain")), kmod.DTKReleaseFile, string(rel)))
+		withFile(t, pull(t, e.Registry.Ref("payload/driver-toolkit:plain")), kmodbuild.DTKReleaseFile, string(rel)))
 	osImage := env.PushOSImage(t, e.Registry.Ref("payload/rhel-coreos:test"), kver)
 	f := newFixture(t, e, osImage, e.Registry.Ref("payload/driver-toolkit")+"@"+dtk, rtDockerfile())
 	mc := renderedWithFile(t, "/etc/kiln-kmod.conf", "x\n")
@@ -61,8 +62,8 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 		t.Errorf("build report kernel %q, inputs %q; want %s", rep.Kernel, rep.Inputs.Parameters["kernelVersion"], rt)
 	}
 	unsigned := pull(t, f.image(t))
-	if cf, _ := unsigned.ConfigFile(); cf.Config.Labels[kmod.KernelLabel] != rt {
-		t.Errorf("unsigned image label %s = %q, want %s", kmod.KernelLabel, cf.Config.Labels[kmod.KernelLabel], rt)
+	if cf, _ := unsigned.ConfigFile(); cf.Config.Labels[kmodbuild.KernelLabel] != rt {
+		t.Errorf("unsigned image label %s = %q, want %s", kmodbuild.KernelLabel, cf.Config.Labels[kmodbuild.KernelLabel], rt)
 	}
 
 	log.Reset()

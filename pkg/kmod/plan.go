@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 )
 
 // Facts are what the cluster and the registry say, gathered by the step
@@ -118,15 +119,6 @@ func unsignedRef(ref string) (string, error) {
 	return out.String(), nil
 }
 
-// Build arguments kiln passes (KMM's names, from the day-0 proposal).
-const (
-	ArgOSAuto            = "OS_AUTO"
-	ArgDTKAuto           = "DTK_AUTO"
-	ArgKernelVersion     = "KERNEL_VERSION"
-	ArgKernelFullVersion = "KERNEL_FULL_VERSION"
-	ArgModName           = "MOD_NAME"
-)
-
 // Payload are the payload's images the AUTO arguments resolve to.
 type Payload struct {
 	OSImage  string // rhel-coreos
@@ -163,28 +155,28 @@ func BuildArgs(md *kmmv1beta1.ModuleDay0, dockerfile string, p Payload, kernelFu
 	for _, a := range DockerfileArgs(dockerfile) {
 		used[a] = true
 	}
-	if used[ArgDTKAuto] && !used[ArgOSAuto] {
-		return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s without %s; the payload's driver toolkit only matches the payload's OS (the KMM day-0 proposal)", md.Namespace, md.Name, ArgDTKAuto, ArgOSAuto)
+	if used[kmodbuild.ArgDTKAuto] && !used[kmodbuild.ArgOSAuto] {
+		return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s without %s; the payload's driver toolkit only matches the payload's OS (the KMM day-0 proposal)", md.Namespace, md.Name, kmodbuild.ArgDTKAuto, kmodbuild.ArgOSAuto)
 	}
-	args := map[string]string{ArgModName: md.Name}
-	if used[ArgOSAuto] {
+	args := map[string]string{kmodbuild.ArgModName: md.Name}
+	if used[kmodbuild.ArgOSAuto] {
 		if p.OSImage == "" {
-			return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s but the payload names no rhel-coreos image", md.Namespace, md.Name, ArgOSAuto)
+			return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s but the payload names no rhel-coreos image", md.Namespace, md.Name, kmodbuild.ArgOSAuto)
 		}
-		args[ArgOSAuto] = p.OSImage
+		args[kmodbuild.ArgOSAuto] = p.OSImage
 	}
-	if used[ArgDTKAuto] {
+	if used[kmodbuild.ArgDTKAuto] {
 		if p.DTKImage == "" {
-			return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s but the payload names no driver-toolkit image", md.Namespace, md.Name, ArgDTKAuto)
+			return nil, fmt.Errorf("ModuleDay0 %s/%s: the Dockerfile uses %s but the payload names no driver-toolkit image", md.Namespace, md.Name, kmodbuild.ArgDTKAuto)
 		}
-		args[ArgDTKAuto] = p.DTKImage
+		args[kmodbuild.ArgDTKAuto] = p.DTKImage
 	}
 	if kernelFullVersion == "" {
 		return nil, fmt.Errorf("ModuleDay0 %s/%s: the kernel version of the OS image is unknown", md.Namespace, md.Name)
 	}
 	// KMM passes the full version under both names; KERNEL_VERSION is kept
 	// for Dockerfiles written against KMM's day-2 builds.
-	args[ArgKernelVersion] = kernelFullVersion
-	args[ArgKernelFullVersion] = kernelFullVersion
+	args[kmodbuild.ArgKernelVersion] = kernelFullVersion
+	args[kmodbuild.ArgKernelFullVersion] = kernelFullVersion
 	return args, nil
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 )
 
 const (
@@ -128,7 +129,7 @@ func TestBuildArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{ArgOSAuto: p.OSImage, ArgDTKAuto: p.DTKImage, ArgKernelVersion: kver, ArgKernelFullVersion: kver, ArgModName: "kmm-ci"}
+	want := map[string]string{kmodbuild.ArgOSAuto: p.OSImage, kmodbuild.ArgDTKAuto: p.DTKImage, kmodbuild.ArgKernelVersion: kver, kmodbuild.ArgKernelFullVersion: kver, kmodbuild.ArgModName: "kmm-ci"}
 	if d := cmp.Diff(want, args); d != "" {
 		t.Errorf("args (-want +got):\n%s", d)
 	}

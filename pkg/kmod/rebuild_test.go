@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
@@ -36,14 +37,14 @@ func TestRebuildUnsignedAndResignGiveThePushedDigests(t *testing.T) {
 
 	r := registry.Remote{Insecure: []string{e.Registry.Host}}
 	other := env.NewBuildah(t, env.BuildahOptions{InsecureRegistries: []string{e.Registry.Host}})
-	bb := osimage.Buildah{Env: other.Env}
-	_, err := kmod.RebuildUnsigned(t.Context(), r, bb, *built.Inputs, t.TempDir(), t.TempDir())
+	bb := buildah.Buildah{Env: other.Env}
+	_, err := kmodbuild.RebuildUnsigned(t.Context(), r, bb, *built.Inputs, t.TempDir(), t.TempDir())
 	if err == nil || !strings.Contains(err.Error(), `spec.osMapping.build.secrets[0].name "build-secret": not mounted: no folder build-secret/ and no file build-secret_<key>`) {
 		t.Fatalf("rebuild without the secret's file: %v", err)
 	}
 	secrets := t.TempDir()
 	writeFile(t, filepath.Join(secrets, "build-secret_token"), buildSecretValue)
-	unsigned, err := kmod.RebuildUnsigned(t.Context(), r, bb, *built.Inputs, secrets, t.TempDir())
+	unsigned, err := kmodbuild.RebuildUnsigned(t.Context(), r, bb, *built.Inputs, secrets, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

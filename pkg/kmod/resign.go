@@ -13,7 +13,7 @@ import (
 	"github.com/digitorus/pkcs7"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -32,7 +32,7 @@ import (
 // image without needing the key. The returned Inputs are computed from
 // unsigned and the signatures, except the unsigned image's reference,
 // which only the caller knows (it is taken from in).
-func Resign(unsigned, signed v1.Image, in trust.Inputs) (*osimage.Rebuilt, error) {
+func Resign(unsigned, signed v1.Image, in trust.Inputs) (*buildah.Rebuilt, error) {
 	if in.BuildType != trust.BuildTypeKmodSign {
 		return nil, fmt.Errorf("re-signing: buildType %q, want %q", in.BuildType, trust.BuildTypeKmodSign)
 	}
@@ -84,7 +84,7 @@ func Resign(unsigned, signed v1.Image, in trust.Inputs) (*osimage.Rebuilt, error
 	if err != nil {
 		return nil, fmt.Errorf("re-signing: %w", err)
 	}
-	return &osimage.Rebuilt{Digest: d, Image: out, Inputs: again}, nil
+	return &buildah.Rebuilt{Digest: d, Image: out, Inputs: again}, nil
 }
 
 // takeSignature returns module (unsigned's copy at path) with the

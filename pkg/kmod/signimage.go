@@ -7,21 +7,16 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"slices"
-	"sort"
 	"strings"
 	"testing/fstest"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/layers"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
-
-// OSTreeLinuxLabel is the label RHCOS images carry with their kernel's
-// full version.
-const OSTreeLinuxLabel = "ostree.linux"
 
 // SignImageInput is one kmod-sign run.
 type SignImageInput struct {
@@ -89,12 +84,6 @@ func SignImage(ctx context.Context, in SignImageInput) (*SignImageResult, error)
 	return &SignImageResult{Digest: d, Signed: paths, KernelFullVersion: kver, Placement: pl}, nil
 }
 
-// KernelLabel is the label kmod-build puts on the unsigned image: the
-// kernel it built the modules for (KERNEL_FULL_VERSION). It differs from
-// ostree.linux, the base's kernel, when the pool boots another kernel
-// (kernelType realtime).
-const KernelLabel = "kiln.dev/kernel-full-version"
-
 // ModuleKernel is the kernel an unsigned kmod image's modules are for:
 // KernelLabel, else the OS image's own kernel (KernelFullVersion), as for
 // an unsigned image kiln did not build.
@@ -103,39 +92,10 @@ func ModuleKernel(img v1.Image) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if v := cf.Config.Labels[KernelLabel]; v != "" {
+	if v := cf.Config.Labels[kmodbuild.KernelLabel]; v != "" {
 		return v, nil
 	}
-	return KernelFullVersion(img)
-}
-
-// KernelFullVersion reads the kernel version of an OS image: the
-// ostree.linux label RHCOS sets, else the only folder under
-// /usr/lib/modules.
-func KernelFullVersion(img v1.Image) (string, error) {
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return "", err
-	}
-	if v := cf.Config.Labels[OSTreeLinuxLabel]; v != "" {
-		return v, nil
-	}
-	var versions []string
-	err = layers.Walk(img, func(p string, h *tar.Header, _ io.Reader) error {
-		if rest, ok := strings.CutPrefix(p, "usr/lib/modules/"); ok && rest != "" && !strings.Contains(rest, "/") && h.Typeflag == tar.TypeDir {
-			versions = append(versions, rest)
-		}
-		return nil
-	})
-	if err != nil {
-		return "", err
-	}
-	sort.Strings(versions)
-	versions = slices.Compact(versions)
-	if len(versions) != 1 {
-		return "", fmt.Errorf("cannot tell the kernel version: no %s label and %d folders under /usr/lib/modules %v", OSTreeLinuxLabel, len(versions), versions)
-	}
-	return versions[0], nil
+	return kmodbuild.KernelFullVersion(img)
 }
 
 // imageFiles indexes the image's final filesystem: regular files with

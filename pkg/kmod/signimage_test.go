@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -79,7 +80,7 @@ func unsignedImage(t *testing.T, withLabel bool) v1.Image {
 	if withLabel {
 		cf, _ := img.ConfigFile()
 		cf = cf.DeepCopy()
-		cf.Config.Labels = map[string]string{kmod.OSTreeLinuxLabel: testKernel}
+		cf.Config.Labels = map[string]string{kmodbuild.OSTreeLinuxLabel: testKernel}
 		if img, err = mutate.ConfigFile(img, cf); err != nil {
 			t.Fatal(err)
 		}

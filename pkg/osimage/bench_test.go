@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/imagetest"
 )
 
 // BenchmarkImageConfigChange measures a config-only change on a base of a
@@ -82,7 +83,7 @@ func benchConfigChange(b *testing.B, bin string, mb, layers, rounds int) time.Du
 	if err := pushRandomBase(host+"/bench/base:1", mb, layers); err != nil {
 		b.Fatal(err)
 	}
-	key := newCosignKey(b)
+	key := imagetest.NewCosignKey(b)
 	var kiln, bud, floor []time.Duration
 	load0 := loadAvg(b)
 	b.ResetTimer()
@@ -90,7 +91,7 @@ func benchConfigChange(b *testing.B, bin string, mb, layers, rounds int) time.Du
 		for range rounds {
 			i := len(kiln)
 			motd := fmt.Sprintf("change %d at %d\n", i, time.Now().UnixNano())
-			ref, d, err := runImageBuild(ctx, b, bin, host, key.pubPath, motd)
+			ref, d, err := runImageBuild(ctx, b, bin, host, key.PubPath, motd)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -126,7 +127,7 @@ func benchConfigChange(b *testing.B, bin string, mb, layers, rounds int) time.Du
 // to be a build, not a reuse) and how long the program ran.
 func runImageBuild(ctx context.Context, b *testing.B, bin, host, pubKey, motd string) (string, time.Duration, error) {
 	work, results := b.TempDir(), b.TempDir()
-	mc := renderedMC(b, "rendered-worker-bench", sampleConfig(b, motd))
+	mc := imagetest.RenderedMC(b, "rendered-worker-bench", imagetest.SampleConfig(b, motd))
 	raw, err := json.Marshal(mc)
 	if err != nil {
 		return "", 0, err
@@ -271,6 +272,10 @@ func pushRandomBase(ref string, mb, layers int) error {
 	return remote.Write(r, img)
 }
 
+// benchLayerTime is the modification time of randomTar's entries (the
+// fast path's layer time).
+var benchLayerTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // randomTar streams a tar holding one file of size random bytes.
 // With kernel, it also holds the stand-in vmlinuz the node import check
 // requires of a base.
@@ -278,13 +283,13 @@ func randomTar(seed uint64, size int64, kernel bool) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		tw := tar.NewWriter(pw)
-		err := tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("usr/share/bench/blob-%d", seed), Mode: 0o644, Size: size, ModTime: layerTime})
+		err := tw.WriteHeader(&tar.Header{Name: fmt.Sprintf("usr/share/bench/blob-%d", seed), Mode: 0o644, Size: size, ModTime: benchLayerTime})
 		if err == nil {
 			_, err = io.CopyN(tw, rand.NewChaCha8([32]byte{byte(seed)}), size)
 		}
 		if err == nil && kernel {
 			body := []byte("stand-in kernel\n")
-			if err = tw.WriteHeader(&tar.Header{Name: "usr/lib/modules/" + env.StandInKernel + "/vmlinuz", Mode: 0o644, Size: int64(len(body)), ModTime: layerTime}); err == nil {
+			if err = tw.WriteHeader(&tar.Header{Name: "usr/lib/modules/" + env.StandInKernel + "/vmlinuz", Mode: 0o644, Size: int64(len(body)), ModTime: benchLayerTime}); err == nil {
 				_, err = tw.Write(body)
 			}
 		}

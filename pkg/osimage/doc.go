@@ -1,46 +1,12 @@
-// Package osimage builds the layered OS image (the CoreOS layering
-// enhancement, https://github.com/openshift/enhancements/blob/master/enhancements/ocp-coreos-layering/ocp-coreos-layering.md).
-//
-// The fast path (Build) turns the rendered MachineConfig into one
-// deterministic tar layer — Ignition files (data: URLs decoded, gunzipped,
-// verification.hash checked over the decompressed content as Ignition
-// does, modes and owners kept), directories, links, systemd units, dropins, the
-// symlinks `systemctl enable` makes, and /etc/machine-config-daemon/currentconfig
-// — and appends it to the base with go-containerregistry. Base blobs are
-// mounted across repositories, never uploaded; each is read once, streamed,
-// by the node import check (pkg/nodeimport), which runs over the whole
-// image before anything is pushed, on both paths: an image a node could
-// not import, or content a node must never get, fails the build with the
-// file and the rule, as rejected input. Identical inputs give an identical digest; the
-// build's trust.Inputs (trust.NodeImage: base digest, rendered-config hash,
-// kmod digests, pool, source, builder, build format) name a tag
-// kiln-<Inputs.Fingerprint()>. The tag is only a hint: what it holds is
-// reused, without a push, only when signing.Prove finds a signature and an
-// attestation of exactly these inputs from kiln's identity; otherwise the
-// image is rebuilt and the tag moved to it. Images are pushed by digest and
-// tagged last, so a failure leaves no tag. A base that is an
-// index gives an index with every platform built.
-//
-// The buildah path (BuildWithBuildah) is used for user Containerfile
-// content, extensions, a kernelType swap and enabling units of the base: a
-// generated Containerfile (GenerateContainerfile) built with
-// `buildah bud --layers --timestamp 0`.
-//
-// Inputs are bounded (pkg/ignres): a rendered config over 1,572,864 bytes
-// (MCO's cap) is refused before it is parsed, and its files may hold at most
-// 64 MiB together once decompressed (ignres.MaxContent); a file is inflated
-// once to check it and again straight into the layer, so no decompressed
-// copy is kept beside the layer.
+// Package osimage is the image-build stage (`kiln-steps image-build`): it
+// reads the rendered config from the workspace, makes a kmod image the
+// stages left there the base, checks a custom base, builds or reuses the
+// layered OS image with pkg/imagebuild, and writes the step's results and
+// report.
 //
 // Preflight checks a custom base against the payload's base: same leading
 // layers, same OS version label; a failure is an error.
 //
-// Differences from MCO, each for a reason given where it is implemented:
-//   - config goes in as a prebuilt layer, not by ignition-apply in a build;
-//   - enabled: false cannot remove enablement links the base ships;
-//   - user/group names other than root must be numeric ids (no base
-//     /etc/passwd is read);
-//   - files under /usr/local, /opt, /home, /root, /srv, /mnt are written to
-//     their /var targets, where a build following CoreOS's symlinks puts them;
-//   - the buildah path orders packages before config, for layer caching.
+// Only cmd/ and end-to-end tests import this package; other stages use
+// pkg/imagebuild.
 package osimage

@@ -8,7 +8,9 @@ import (
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/work"
+	"github.com/kiln-dev/kiln/test/imagetest"
 )
 
 // TestNodeViewNamesWhatAnUpgradedNodeDoesNotGetFromTheImage plans a
@@ -20,17 +22,17 @@ import (
 func TestNodeViewNamesWhatAnUpgradedNodeDoesNotGetFromTheImage(t *testing.T) {
 	cfg := igntypes.Config{Storage: igntypes.Storage{
 		Files: []igntypes.File{
-			file(t, "/etc/chrony.conf", "server a\n", 0o644, false),
-			file(t, "/usr/lib/kiln/marker", "m\n", 0o644, false),
-			file(t, "/var/lib/kiln/state", "s\n", 0o644, false),
-			file(t, "/opt/vendor/tool", "t\n", 0o755, false),
-			file(t, "/run/kiln/flag", "f\n", 0o644, false),
+			imagetest.File(t, "/etc/chrony.conf", "server a\n", 0o644, false),
+			imagetest.File(t, "/usr/lib/kiln/marker", "m\n", 0o644, false),
+			imagetest.File(t, "/var/lib/kiln/state", "s\n", 0o644, false),
+			imagetest.File(t, "/opt/vendor/tool", "t\n", 0o755, false),
+			imagetest.File(t, "/run/kiln/flag", "f\n", 0o644, false),
 		},
 		Directories: []igntypes.Directory{{Node: igntypes.Node{Path: "/var/lib/kiln"}}},
 		Links: []igntypes.Link{{Node: igntypes.Node{Path: "/etc/localtime"},
-			LinkEmbedded1: igntypes.LinkEmbedded1{Target: ptr("../usr/share/zoneinfo/UTC")}}},
+			LinkEmbedded1: igntypes.LinkEmbedded1{Target: imagetest.Ptr("../usr/share/zoneinfo/UTC")}}},
 	}}
-	plan, err := PlanLayer(renderedMC(t, "rendered-worker-view", cfg))
+	plan, err := imagebuild.PlanLayer(imagetest.RenderedMC(t, "rendered-worker-view", cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,9 +45,9 @@ func TestNodeViewNamesWhatAnUpgradedNodeDoesNotGetFromTheImage(t *testing.T) {
 		}
 	}
 	want := work.NodeView{Rendered: rendered + 1, AsRendered: rendered - 2, NotSeen: []work.NotSeen{
-		{Path: "/run/kiln/flag", Rule: RuleMCODropped, Why: why[RuleMCODropped]},
-		{Path: "/var/lib/kiln/state", Rule: RuleMCOVar, Why: why[RuleMCOVar]},
-		{Path: "/var/opt/vendor/tool", Rule: RuleMCOVar, Why: why[RuleMCOVar]},
+		{Path: "/run/kiln/flag", Rule: imagebuild.RuleMCODropped, Why: why[imagebuild.RuleMCODropped]},
+		{Path: "/var/lib/kiln/state", Rule: imagebuild.RuleMCOVar, Why: why[imagebuild.RuleMCOVar]},
+		{Path: "/var/opt/vendor/tool", Rule: imagebuild.RuleMCOVar, Why: why[imagebuild.RuleMCOVar]},
 	}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("node view (-want +got):\n%s", diff)
@@ -63,7 +65,7 @@ func TestNodeViewNamesWhatAnUpgradedNodeDoesNotGetFromTheImage(t *testing.T) {
 func TestNodeViewNamesAtMostThreePaths(t *testing.T) {
 	v := work.NodeView{Rendered: 9, AsRendered: 4}
 	for i := range 5 {
-		v.NotSeen = append(v.NotSeen, work.NotSeen{Path: fmt.Sprintf("/var/f%d\x1b[2J", i), Rule: RuleMCOVar, Why: why[RuleMCOVar]})
+		v.NotSeen = append(v.NotSeen, work.NotSeen{Path: fmt.Sprintf("/var/f%d\x1b[2J", i), Rule: imagebuild.RuleMCOVar, Why: why[imagebuild.RuleMCOVar]})
 	}
 	s := v.String()
 	if !strings.Contains(s, "and 2 more") || strings.Contains(s, "/var/f3") || strings.ContainsRune(s, 0x1b) {

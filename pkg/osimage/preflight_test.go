@@ -11,18 +11,19 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/imagetest"
 )
 
 func TestPreflight(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
-	payload := pushBase(t, reg.Host, "ocp/rhcos:4.18", 2)
+	payload := imagetest.PushBase(t, reg.Host, "ocp/rhcos:4.18", 2)
 	extra, _ := random.Layer(1024, "")
 	derived, err := mutate.AppendLayers(payload, extra)
 	if err != nil {
 		t.Fatal(err)
 	}
 	push := func(repoTag string) {
-		if err := remote.Write(mustRef(t, reg.Host+"/"+repoTag), derived); err != nil {
+		if err := remote.Write(imagetest.MustRef(t, reg.Host+"/"+repoTag), derived); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -31,10 +32,10 @@ func TestPreflight(t *testing.T) {
 	cfg := cf.Config
 	cfg.Labels = map[string]string{VersionLabel: "9.4.0"}
 	oldOS, _ := mutate.Config(derived, cfg)
-	if err := remote.Write(mustRef(t, reg.Host+"/custom/old:1"), oldOS); err != nil {
+	if err := remote.Write(imagetest.MustRef(t, reg.Host+"/custom/old:1"), oldOS); err != nil {
 		t.Fatal(err)
 	}
-	pushBase(t, reg.Host, "custom/unrelated:1", 3)
+	imagetest.PushBase(t, reg.Host, "custom/unrelated:1", 3)
 
 	r := registry.Remote{Insecure: []string{reg.Host}}
 	tests := []struct {

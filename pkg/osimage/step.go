@@ -12,13 +12,12 @@ import (
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
-	"github.com/kiln-dev/kiln/pkg/ignres"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/taskresult"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -54,7 +53,7 @@ type BuildOptions struct {
 func DefaultBuildOptions() *BuildOptions {
 	return &BuildOptions{
 		Options: step.DefaultOptions(), IdentityOptions: step.DefaultIdentityOptions(),
-		Source: DefaultSource, BuildahBin: DefaultBuildah,
+		Source: imagebuild.DefaultSource, BuildahBin: buildah.DefaultBuildah,
 	}
 }
 
@@ -76,7 +75,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	ws := o.Workspace()
-	mc, err := ReadRendered(ws.RenderedPath())
+	mc, err := imagebuild.ReadRendered(ws.RenderedPath())
 	if err != nil {
 		return err
 	}
@@ -102,7 +101,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		}
 	}
 	p.Printf("building %s for pool %s on %s", mc.Name, o.Pool, o.Base)
-	in := BuildInput{
+	in := imagebuild.BuildInput{
 		Base: o.Base, Repository: o.Repository, Pool: o.Pool, Rendered: mc,
 		KmodDigests: o.KmodDigests, Source: o.Source, Identity: id,
 	}
@@ -137,7 +136,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 // image), and BASE_IMAGE_ARTIFACT_INPUTS, {uri, digest}, puts the base the
 // image was layered on into the provenance's materials, named
 // oci://<repository> as Chains names its step images there.
-func writeBuildResults(results *taskresult.Results, res *BuildResult) error {
+func writeBuildResults(results *taskresult.Results, res *imagebuild.BuildResult) error {
 	image, err := name.NewDigest(res.Ref)
 	if err != nil {
 		return fmt.Errorf("writing results: image %q: %w", res.Ref, err)
@@ -148,7 +147,7 @@ func writeBuildResults(results *taskresult.Results, res *BuildResult) error {
 	}
 	for k, v := range map[string]string{
 		"IMAGE_URL": image.Context().Name(), "IMAGE_DIGEST": res.Digest.String(), "REUSED": strconv.FormatBool(res.Reused),
-		"REUSE_REJECTED": clip(res.Rejected, maxRejectedBytes), "NODE_CHECK": clip(res.Lint.verdict(nodeView(res.Plan)), maxNodeCheckBytes),
+		"REUSE_REJECTED": clip(res.Rejected, maxRejectedBytes), "NODE_CHECK": clip(verdict(res.Lint, nodeView(res.Plan)), maxNodeCheckBytes),
 	} {
 		if err := results.Set(k, v); err != nil {
 			return err
@@ -183,7 +182,7 @@ func (o *BuildOptions) kmodBase(ws work.Workspace, p *step.Progress) error {
 
 // build takes the fast path unless user content or the config needs a
 // container build.
-func (o *BuildOptions) build(ctx context.Context, r registry.Remote, in BuildInput, p *step.Progress) (*BuildResult, error) {
+func (o *BuildOptions) build(ctx context.Context, r registry.Remote, in imagebuild.BuildInput, p *step.Progress) (*imagebuild.BuildResult, error) {
 	var user []byte
 	if o.ContainerfilePath != "" {
 		var err error
@@ -192,47 +191,23 @@ func (o *BuildOptions) build(ctx context.Context, r registry.Remote, in BuildInp
 		}
 	}
 	if len(user) == 0 {
-		res, err := Build(ctx, r, in)
-		if !errors.Is(err, ErrNeedsBuildah) {
+		res, err := imagebuild.Build(ctx, r, in)
+		if !errors.Is(err, imagebuild.ErrNeedsBuildah) {
 			return res, err
 		}
 		p.Printf("%v", err)
 	}
 	p.Printf("buildah path: buildah bud --layers --timestamp 0")
-	return BuildWithBuildah(ctx, Buildah{Bin: o.BuildahBin}, r, BuildahInput{
+	return imagebuild.BuildWithBuildah(ctx, buildah.Buildah{Bin: o.BuildahBin}, r, imagebuild.BuildahInput{
 		// The rendered config names the payload's extensions image, as MCO's
 		// rendered configs do; --extensions-image overrides it.
 		BuildInput: in, ExtensionsImage: cmp.Or(o.ExtensionsImage, in.Rendered.Spec.BaseOSExtensionsContainerImage), Containerfile: string(user),
 	})
 }
 
-// maxRenderedFile bounds the read of render's output: the config itself is
-// at most ignres.MaxRenderedConfig bytes as compact JSON, and render writes
-// it indented, which can double a config of many short fields.
-const maxRenderedFile = 4 * ignres.MaxRenderedConfig
-
-// ReadRendered reads render's output, a full MachineConfig object.
-func ReadRendered(path string) (*mcfgv1.MachineConfig, error) {
-	b, truncated, err := safepath.ReadRegular(path, maxRenderedFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading rendered config: %w", err)
-	}
-	if truncated {
-		return nil, fmt.Errorf("reading rendered config %s: over %d bytes; a rendered config is at most %d bytes (MCO's limit), so this file was not written by render", path, maxRenderedFile, ignres.MaxRenderedConfig)
-	}
-	mc := &mcfgv1.MachineConfig{}
-	if err := json.Unmarshal(b, mc); err != nil {
-		return nil, fmt.Errorf("decoding rendered config %s: %w", path, err)
-	}
-	if mc.Kind != "MachineConfig" || mc.Name == "" {
-		return nil, fmt.Errorf("decoding rendered config %s: kind %q name %q, want a named MachineConfig", path, mc.Kind, mc.Name)
-	}
-	return mc, nil
-}
-
-func writeReport(path string, in BuildInput, res *BuildResult) error {
+func writeReport(path string, in imagebuild.BuildInput, res *imagebuild.BuildResult) error {
 	rep := work.BuildReport{Record: trust.Record{Ref: res.Ref, Inputs: res.Inputs, NodeLint: res.Lint.Record()}, Digest: res.Digest.String(), Reused: res.Reused, ReuseRejected: res.Rejected, Fingerprint: res.Fingerprint,
-		Tag: res.Tag, Base: res.BaseRef, RenderedName: in.Rendered.Name, RenderedHash: RenderedHash(res.Plan),
+		Tag: res.Tag, Base: res.BaseRef, RenderedName: in.Rendered.Name, RenderedHash: imagebuild.RenderedHash(res.Plan),
 		KmodDigests: in.KmodDigests, Pool: in.Pool, Platforms: res.Platforms}
 	if res.Lint != nil {
 		rep.NodeLintFindings = res.Lint.Findings

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -17,26 +18,28 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/imagetest"
 )
 
 func TestImageBuildStep(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
-	pushBase(t, reg.Host, "base/os:1", 2)
+	imagetest.PushBase(t, reg.Host, "base/os:1", 2)
 	work, results := t.TempDir(), t.TempDir()
-	mc := renderedMC(t, "rendered-worker-abc", sampleConfig(t, "hi"))
+	mc := imagetest.RenderedMC(t, "rendered-worker-abc", imagetest.SampleConfig(t, "hi"))
 	writeRendered(t, work, mc)
 
-	key := newCosignKey(t)
+	key := imagetest.NewCosignKey(t)
 	run := func() map[string]string {
 		o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
 			RegistryOptions: registry.RegistryOptions{Insecure: []string{reg.Host}},
-			IdentityOptions: step.IdentityOptions{PublicKey: key.pubPath},
-			Base:            reg.Host + "/base/os:1", Repository: reg.Host + "/kiln/os", Source: DefaultSource}
+			IdentityOptions: step.IdentityOptions{PublicKey: key.PubPath},
+			Base:            reg.Host + "/base/os:1", Repository: reg.Host + "/kiln/os", Source: imagebuild.DefaultSource}
 		var out bytes.Buffer
 		if err := o.Run(context.Background(), step.Streams{Out: &out, Err: &out}); err != nil {
 			t.Fatalf("%v\n%s", err, out.String())
@@ -57,7 +60,7 @@ func TestImageBuildStep(t *testing.T) {
 	if first["REUSED"] != "false" || first["IMAGE_URL"] != reg.Host+"/kiln/os" || !strings.HasPrefix(first["IMAGE_DIGEST"], "sha256:") {
 		t.Fatalf("results %v", first)
 	}
-	baseDesc, err := remote.Head(mustRef(t, reg.Host+"/base/os:1"))
+	baseDesc, err := remote.Head(imagetest.MustRef(t, reg.Host+"/base/os:1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +88,7 @@ func TestImageBuildStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key.sign(t, registry.Remote{Insecure: []string{reg.Host}}, &BuildResult{Ref: rec.Ref, Inputs: rec.Inputs})
+	key.Sign(t, registry.Remote{Insecure: []string{reg.Host}}, rec.Ref, rec.Inputs)
 	second := run()
 	if second["REUSED"] != "true" || second["IMAGE_DIGEST"] != first["IMAGE_DIGEST"] || second["REUSE_REJECTED"] != "" ||
 		!strings.HasPrefix(second["NODE_CHECK"], "pass ("+nodeimport.RulesVersion+", attested); ") {
@@ -128,19 +131,19 @@ func readFile(t *testing.T, p string) string {
 // from the payload base stops image-build before anything is pushed.
 func TestImageBuildStepPreflightFailsClosed(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
-	pushBase(t, reg.Host, "ocp/rhcos:1", 2)
-	pushBase(t, reg.Host, "custom/other:1", 2)
+	imagetest.PushBase(t, reg.Host, "ocp/rhcos:1", 2)
+	imagetest.PushBase(t, reg.Host, "custom/other:1", 2)
 	work, results := t.TempDir(), t.TempDir()
-	writeRendered(t, work, renderedMC(t, "rendered-worker-abc", sampleConfig(t, "hi")))
+	writeRendered(t, work, imagetest.RenderedMC(t, "rendered-worker-abc", imagetest.SampleConfig(t, "hi")))
 	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{reg.Host}},
 		Base:            reg.Host + "/custom/other:1", PayloadBase: reg.Host + "/ocp/rhcos:1",
-		Repository: reg.Host + "/kiln/os", Source: DefaultSource}
+		Repository: reg.Host + "/kiln/os", Source: imagebuild.DefaultSource}
 	err := o.Run(context.Background(), step.Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
 	if err == nil || !strings.Contains(err.Error(), "preflight of custom base "+reg.Host+"/custom/other:1") {
 		t.Fatalf("error %v: want the preflight failure naming the custom base", err)
 	}
-	if _, err := remote.List(mustRef(t, reg.Host+"/kiln/os:x").Context()); err == nil {
+	if _, err := remote.List(imagetest.MustRef(t, reg.Host+"/kiln/os:x").Context()); err == nil {
 		t.Error("the target repository exists: something was pushed after a failed preflight")
 	}
 	if entries, _ := os.ReadDir(results); len(entries) > 0 {
@@ -153,7 +156,7 @@ func TestImageBuildStepPreflightFailsClosed(t *testing.T) {
 // reference) and its digest is recorded among the kmod digests.
 func TestImageBuildStepKmodBase(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
-	payloadBase := pushBase(t, reg.Host, "base/os:1", 2)
+	payloadBase := imagetest.PushBase(t, reg.Host, "base/os:1", 2)
 	kmodLayer, err := random.Layer(4096, types.OCILayer)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +171,7 @@ func TestImageBuildStepKmodBase(t *testing.T) {
 	}
 	kd, _ := kmodImg.Digest()
 	work, results := t.TempDir(), t.TempDir()
-	writeRendered(t, work, renderedMC(t, "rendered-worker-kmod", sampleConfig(t, "hi")))
+	writeRendered(t, work, imagetest.RenderedMC(t, "rendered-worker-kmod", imagetest.SampleConfig(t, "hi")))
 	os.MkdirAll(filepath.Join(work, "kmod"), 0o755)
 	kmodRef := kref.Context().Digest(kd.String()).String()
 	if err := os.WriteFile(filepath.Join(work, "kmod", "sign.json"), []byte(`{"image":"`+kmodRef+`","digest":"`+kd.String()+`"}`), 0o644); err != nil {
@@ -176,7 +179,7 @@ func TestImageBuildStepKmodBase(t *testing.T) {
 	}
 	o := &BuildOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"},
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{reg.Host}},
-		Base:            reg.Host + "/base/os:1", Repository: reg.Host + "/kiln/os", Source: DefaultSource}
+		Base:            reg.Host + "/base/os:1", Repository: reg.Host + "/kiln/os", Source: imagebuild.DefaultSource}
 	var out bytes.Buffer
 	if err := o.Run(context.Background(), step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -191,7 +194,7 @@ func TestImageBuildStepKmodBase(t *testing.T) {
 	if !strings.Contains(out.String(), "preflight: "+kmodRef+" against payload base "+reg.Host+"/base/os:1") {
 		t.Errorf("no preflight of the kmod image against the payload base:\n%s", out.String())
 	}
-	img, err := remote.Image(mustRef(t, rep.Ref))
+	img, err := remote.Image(imagetest.MustRef(t, rep.Ref))
 	if err != nil {
 		t.Fatal(err)
 	}

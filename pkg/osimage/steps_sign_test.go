@@ -16,11 +16,13 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/imagetest"
 )
 
 // TestBuildSignVerifySteps runs image-build, image-sign and verify as the
@@ -49,17 +51,17 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	reg1 := registry.RegistryOptions{Insecure: []string{reg.Host}}
 	var out bytes.Buffer
 	streams := step.Streams{Out: &out, Err: &out}
-	build := &BuildOptions{Options: common, RegistryOptions: reg1, Base: baseRef.String(), Repository: reg.Host + "/kiln/os", Source: DefaultSource}
+	build := &BuildOptions{Options: common, RegistryOptions: reg1, Base: baseRef.String(), Repository: reg.Host + "/kiln/os", Source: imagebuild.DefaultSource}
 	if err := build.Run(ctx, streams); err != nil {
 		t.Fatal(err)
 	}
 	// The Pipeline passes image-build's IMAGE_URL@IMAGE_DIGEST.
 	image := readResult(t, results, "IMAGE_URL") + "@" + readResult(t, results, "IMAGE_DIGEST")
 
-	keys := newCosignKeyPass(t, "kiln-secret-pass-7731")
+	keys := imagetest.NewCosignKeyPass(t, "kiln-secret-pass-7731")
 	keyDir := t.TempDir()
-	os.WriteFile(filepath.Join(keyDir, "cosign.key"), keys.priv, 0o600)
-	os.WriteFile(filepath.Join(keyDir, "cosign.password"), append(keys.pass, '\n'), 0o600)
+	os.WriteFile(filepath.Join(keyDir, "cosign.key"), keys.Priv, 0o600)
+	os.WriteFile(filepath.Join(keyDir, "cosign.password"), append(keys.Pass, '\n'), 0o600)
 	sign := &signing.SignOptions{Options: common, RegistryOptions: reg1, Image: image, AttestOptions: signing.AttestOptions{RunID: "run-1",
 		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keyDir, "cosign.key"), PasswordEnv: "KILN_UNSET_PW"}, PasswordFile: filepath.Join(keyDir, "cosign.password")}}
 	if err := sign.Run(ctx, streams); err != nil {
@@ -70,7 +72,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	}
 	scanForSecrets(t, out.String(), keys, work, results)
 
-	verify := &signing.VerifyOptions{Options: common, RegistryOptions: reg1, Image: image, IdentityOptions: step.IdentityOptions{PublicKey: keys.pubPath}, NodeKeyPath: signing.DefaultNodeKeyPath}
+	verify := &signing.VerifyOptions{Options: common, RegistryOptions: reg1, Image: image, IdentityOptions: step.IdentityOptions{PublicKey: keys.PubPath}, NodeKeyPath: signing.DefaultNodeKeyPath}
 	if err := verify.Run(ctx, streams); err != nil {
 		t.Fatalf("verify: %v\n%s", err, out.String())
 	}
@@ -80,8 +82,8 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "image", "policy.json")); err != nil {
 		t.Error(err)
 	}
-	checkNodeLintAttested(t, registry.Remote{Insecure: []string{reg.Host}}, image, keys.pubPath)
-	verify.PublicKey = newCosignKey(t).pubPath
+	checkNodeLintAttested(t, registry.Remote{Insecure: []string{reg.Host}}, image, keys.PubPath)
+	verify.PublicKey = imagetest.NewCosignKey(t).PubPath
 	if err := verify.Run(ctx, streams); err == nil {
 		t.Fatal("verify with a wrong key passed")
 	}
@@ -107,10 +109,10 @@ func readResult(t *testing.T, dir, name string) string {
 
 // scanForSecrets fails when the key, its password or any line of the key
 // PEM shows up in the output, the workspace or the results.
-func scanForSecrets(t *testing.T, output string, keys cosignKey, dirs ...string) {
+func scanForSecrets(t *testing.T, output string, keys imagetest.CosignKey, dirs ...string) {
 	t.Helper()
-	needles := []string{string(keys.pass), "PRIVATE KEY"}
-	for _, line := range strings.Split(string(keys.priv), "\n") {
+	needles := []string{string(keys.Pass), "PRIVATE KEY"}
+	for _, line := range strings.Split(string(keys.Priv), "\n") {
 		if len(line) > 20 {
 			needles = append(needles, line)
 		}

@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/buildah"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/reproduce"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -24,13 +25,13 @@ func TestReproduceBuildahPath(t *testing.T) {
 		r: registry.Remote{Insecure: []string{e.Registry.Host}}}
 	base := pushBusyboxBase(ctx, t, e, "base/busybox:1")
 	build := func(content string) (string, trust.Inputs) {
-		mc, err := osimage.ReadRendered(rendered(t, t.TempDir(), "hello"))
+		mc, err := imagebuild.ReadRendered(rendered(t, t.TempDir(), "hello"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := osimage.BuildahInput{BuildInput: osimage.BuildInput{Base: base, Repository: s.repo, Pool: "worker",
-			Rendered: mc, Source: osimage.DefaultSource}, Containerfile: content}
-		res, err := osimage.BuildWithBuildah(ctx, osimage.Buildah{Env: e.Buildah.Env}, s.r, in)
+		in := imagebuild.BuildahInput{BuildInput: imagebuild.BuildInput{Base: base, Repository: s.repo, Pool: "worker",
+			Rendered: mc, Source: imagebuild.DefaultSource}, Containerfile: content}
+		res, err := imagebuild.BuildWithBuildah(ctx, buildah.Buildah{Env: e.Buildah.Env}, s.r, in)
 		if err != nil {
 			t.Fatal(err)
 		}

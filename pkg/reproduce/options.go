@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/imageref"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/taskresult"
@@ -64,7 +64,7 @@ func (o *Options) Result() any {
 // images (which the threat model trusts), not only the top layers; a
 // node image's modules are the part of it most worth rebuilding.
 func DefaultOptions() *Options {
-	return &Options{IdentityOptions: step.DefaultIdentityOptions(), Buildah: osimage.DefaultBuildah, Deep: true}
+	return &Options{IdentityOptions: step.DefaultIdentityOptions(), Buildah: buildah.DefaultBuildah, Deep: true}
 }
 
 // Validate reports every bad flag at once, before any file or registry
@@ -102,14 +102,14 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 		return fmt.Errorf("creating the rebuild's folder: %w", err)
 	}
 	// The builders' rebuild API puts buildah's storage in a fresh folder
-	// under work and empties it again (osimage.Buildah.FreshStorage), so
+	// under work and empties it again (buildah.Buildah.FreshStorage), so
 	// no layer cached by an earlier build can stand in for a rebuilt one.
 	defer func() {
 		if err := os.RemoveAll(work); err != nil {
 			fmt.Fprintf(s.Err, "%s: removing the rebuild's folder %s: %v\n", Stage, work, err)
 		}
 	}()
-	bb := osimage.Buildah{Bin: o.Buildah, Env: o.BuildahEnv}
+	bb := buildah.Buildah{Bin: o.Buildah, Env: o.BuildahEnv}
 	rp := &reproducer{o: o, r: r, id: id, bb: bb, work: work, p: step.NewProgress(s.Err, Stage), done: map[string]bool{}}
 	runErr := rp.reproduce(ctx, o.Image)
 	o.report = &rp.report

@@ -7,8 +7,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/buildah"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -20,30 +22,30 @@ import (
 
 // rebuiltImage is a rebuild: its digest, the image or index, and the
 // Inputs it was built from.
-type rebuiltImage = osimage.Rebuilt
+type rebuiltImage = buildah.Rebuilt
 
 // rebuildNodeImage rebuilds a node image from its attested inputs and the
 // verified rendered config; repository is the image's own (labels and
 // annotations do not name it, but the build input needs one).
-func rebuildNodeImage(ctx context.Context, r registry.Remote, bb osimage.Buildah, in trust.Inputs, mc *mcfgv1.MachineConfig, repository, work string) (*rebuiltImage, error) {
+func rebuildNodeImage(ctx context.Context, r registry.Remote, bb buildah.Buildah, in trust.Inputs, mc *mcfgv1.MachineConfig, repository, work string) (*rebuiltImage, error) {
 	n, err := trust.NodeImageOf(in)
 	if err != nil {
 		return nil, fmt.Errorf("reading the attested node image inputs: %w", err)
 	}
-	bi := osimage.BuildahInput{
-		BuildInput: osimage.BuildInput{
+	bi := imagebuild.BuildahInput{
+		BuildInput: imagebuild.BuildInput{
 			Base: n.BaseImage, Repository: repository, Pool: n.Pool, Rendered: mc,
 			KmodDigests: n.KmodDigests, Source: n.Source,
 		},
 		ExtensionsImage: n.ExtensionsImage, Containerfile: n.UserContainerfile,
 	}
-	return osimage.Rebuild(ctx, r, bb, bi, n.Builder, work)
+	return imagebuild.Rebuild(ctx, r, bb, bi, n.Builder, work)
 }
 
 // rebuildKmodBuild rebuilds an unsigned kmod image from its attested
 // inputs, with the build secrets of secretsDir.
-func rebuildKmodBuild(ctx context.Context, r registry.Remote, bb osimage.Buildah, in trust.Inputs, secretsDir, work string) (*rebuiltImage, error) {
-	return kmod.RebuildUnsigned(ctx, r, bb, in, secretsDir, work)
+func rebuildKmodBuild(ctx context.Context, r registry.Remote, bb buildah.Buildah, in trust.Inputs, secretsDir, work string) (*rebuiltImage, error) {
+	return kmodbuild.RebuildUnsigned(ctx, r, bb, in, secretsDir, work)
 }
 
 // resignKmod applies signed's module signatures, after checking them, to

@@ -10,8 +10,8 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/ignres"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/manifests"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 )
@@ -23,7 +23,7 @@ const maxRenderedBytes = 4 * ignres.MaxRenderedConfig
 
 // renderedConfig is the rendered MachineConfig a node image was built
 // from, taken from file when it is set (e.g. `oc get mc rendered-… -o
-// json`), else from the image's own osimage.CurrentConfigPath, with the
+// json`), else from the image's own imagebuild.CurrentConfigPath, with the
 // sha256 of its normalised form: the hash kiln attests. The caller uses
 // it only when that hash is the attested one: then it is a verified
 // input, wherever it came from.
@@ -41,10 +41,10 @@ func renderedConfig(img v1.Image, file string) (mc *mcfgv1.MachineConfig, hash s
 			raw = append(raw, 0) // one byte over: refused below
 		}
 	} else {
-		from = "the image's " + osimage.CurrentConfigPath
+		from = "the image's " + imagebuild.CurrentConfigPath
 		// The search honours whiteouts and opaque folders, as a container
 		// runtime extracts the image.
-		if raw, err = payload.ReadImageFileLimit(img, osimage.CurrentConfigPath, maxRenderedBytes); err != nil {
+		if raw, err = payload.ReadImageFileLimit(img, imagebuild.CurrentConfigPath, maxRenderedBytes); err != nil {
 			return nil, "", fmt.Errorf("reading the rendered config from %s: %w (pass it with --rendered-config)", from, err)
 		}
 	}
@@ -54,11 +54,11 @@ func renderedConfig(img v1.Image, file string) (mc *mcfgv1.MachineConfig, hash s
 	if mc, err = decodeMachineConfig(from, raw); err != nil {
 		return nil, "", err
 	}
-	plan, err := osimage.PlanLayer(mc)
+	plan, err := imagebuild.PlanLayer(mc)
 	if err != nil {
 		return nil, "", fmt.Errorf("rendered config %s: %w", from, err)
 	}
-	return mc, osimage.RenderedHash(plan), nil
+	return mc, imagebuild.RenderedHash(plan), nil
 }
 
 // decodeMachineConfig decodes exactly one MachineConfig, strictly, with

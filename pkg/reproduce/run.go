@@ -7,8 +7,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -19,7 +20,7 @@ type reproducer struct {
 	o      *Options
 	r      registry.Remote
 	id     trust.Identity
-	bb     osimage.Buildah
+	bb     buildah.Buildah
 	work   string
 	p      *step.Progress
 	report Report
@@ -137,7 +138,7 @@ func (rp *reproducer) nodeImage(ctx context.Context, at *Attested, sub *subject)
 		// that alone makes it not reproducible.
 		rp.report.add(Result{Image: at.Ref.String(), Kind: at.Kind, Reason: fmt.Sprintf(
 			"%s in the image hashes (normalised) to %s, but kiln attested %s; pass the pool's rendered config with --rendered-config to rebuild and compare",
-			osimage.CurrentConfigPath, got, want)})
+			imagebuild.CurrentConfigPath, got, want)})
 		return nil, nil
 	}
 	rp.p.Printf("rendered config %s matches the attested hash %s", mc.Name, want)

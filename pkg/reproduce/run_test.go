@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/reproduce"
@@ -102,7 +104,7 @@ func (s *site) build(t *testing.T, base, motd string) (string, trust.Inputs) {
 	o.Options = step.Options{Work: work, ResultsDir: t.TempDir(), Pool: "worker"}
 	o.RegistryOptions = registry.RegistryOptions{Insecure: []string{s.host}}
 	o.IdentityOptions = step.IdentityOptions{PublicKey: filepath.Join(s.keys, "cosign.pub")}
-	o.Base, o.Repository, o.Source = base, s.repo, osimage.DefaultSource
+	o.Base, o.Repository, o.Source = base, s.repo, imagebuild.DefaultSource
 	var out bytes.Buffer
 	if err := o.Run(context.Background(), step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("image-build: %v\n%s", err, out.String())
@@ -208,14 +210,14 @@ func TestReproduceChangedRenderedConfig(t *testing.T) {
 	evil, _ := s.build(t, s.base, "owned")
 	s.sign(t, evil, honestInputs)
 	got := s.reproduce(t, evil, nil)
-	if got.code != exitcode.ExitNotReproducible || !strings.Contains(got.out, osimage.CurrentConfigPath) ||
+	if got.code != exitcode.ExitNotReproducible || !strings.Contains(got.out, imagebuild.CurrentConfigPath) ||
 		got.results["REPRODUCED"] != "false" || len(got.report.Images) != 1 || got.report.Images[0].Identical {
 		t.Fatalf("exit %d, results %v\n%s\n%s", got.code, got.results, got.out, got.err)
 	}
 
 	honest := rendered(t, t.TempDir(), "hello")
 	got = s.reproduce(t, evil, func(o *reproduce.Options) { o.RenderedConfig = honest })
-	assertDiffers(t, got, "/etc/motd", osimage.CurrentConfigPath)
+	assertDiffers(t, got, "/etc/motd", imagebuild.CurrentConfigPath)
 
 	// A --rendered-config of another config is refused, naming both hashes.
 	other := rendered(t, t.TempDir(), "other")

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -93,7 +93,7 @@ func statement(t *testing.T, subject name.Digest, in trust.Inputs) intoto.Statem
 func nodeInputs(t *testing.T, pool string) trust.Inputs {
 	t.Helper()
 	in, err := trust.NodeImage{Pool: pool, BaseImage: digestRef, RenderedName: "rendered-" + pool + "-1",
-		RenderedHash: "sha256:" + strings.Repeat("b", 64), Source: osimage.DefaultSource, Builder: "fast"}.Inputs()
+		RenderedHash: "sha256:" + strings.Repeat("b", 64), Source: imagebuild.DefaultSource, Builder: "fast"}.Inputs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,12 +151,12 @@ func machineConfig(name, file string) *mcfgv1.MachineConfig {
 // `oc get -o json` writes, and hashed as kiln attests it.
 func TestRenderedConfigFromImageOrFile(t *testing.T) {
 	mc := machineConfig("rendered-worker-1", "/etc/motd")
-	plan, err := osimage.PlanLayer(mc)
+	plan, err := imagebuild.PlanLayer(mc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := osimage.RenderedHash(plan)
-	current := strings.TrimPrefix(osimage.CurrentConfigPath, "/")
+	want := imagebuild.RenderedHash(plan)
+	current := strings.TrimPrefix(imagebuild.CurrentConfigPath, "/")
 	stale := machineConfig("rendered-worker-0", "/etc/old")
 	staleJSON, _ := json.Marshal(stale)
 

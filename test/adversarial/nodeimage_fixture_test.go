@@ -19,6 +19,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/signing"
@@ -99,7 +100,7 @@ func (r *run) build(t *testing.T) map[string]string {
 	t.Helper()
 	common, reg := r.common()
 	o := &osimage.BuildOptions{Options: common, RegistryOptions: reg, IdentityOptions: step.IdentityOptions{PublicKey: r.site.pubKey},
-		Base: r.site.base, Repository: r.site.repo, Source: osimage.DefaultSource}
+		Base: r.site.base, Repository: r.site.repo, Source: imagebuild.DefaultSource}
 	if err := o.Run(context.Background(), step.Streams{Out: &r.out, Err: &r.out}); err != nil {
 		t.Fatalf("image-build: %v\n%s", err, r.out.String())
 	}

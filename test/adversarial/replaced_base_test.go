@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
@@ -50,12 +50,12 @@ func TestBaseTagMovedAfterResolveIsNotBuiltOn(t *testing.T) {
 		return remote.Write(s.ref(t, s.base), evil)
 	}}
 	r := s.newRun(t, "worker", "hello")
-	mc, err := osimage.ReadRendered(r.work + "/render/rendered.json")
+	mc, err := imagebuild.ReadRendered(r.work + "/render/rendered.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := osimage.Build(context.Background(), registry.Remote{Insecure: []string{s.host}, Transport: hook},
-		osimage.BuildInput{Base: s.base, Repository: s.repo, Pool: "worker", Rendered: mc, Identity: s.id})
+	res, err := imagebuild.Build(context.Background(), registry.Remote{Insecure: []string{s.host}, Transport: hook},
+		imagebuild.BuildInput{Base: s.base, Repository: s.repo, Pool: "worker", Rendered: mc, Identity: s.id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,8 +85,8 @@ func TestBaseTagMovedAfterResolveIsNotBuiltOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cf.Config.Labels[osimage.LabelBaseImage]; got != res.BaseRef {
-		t.Errorf("label %s = %q, want %q", osimage.LabelBaseImage, got, res.BaseRef)
+	if got := cf.Config.Labels[imagebuild.LabelBaseImage]; got != res.BaseRef {
+		t.Errorf("label %s = %q, want %q", imagebuild.LabelBaseImage, got, res.BaseRef)
 	}
 	want, err := remote.Image(s.ref(t, s.host+"/base/os@"+resolved))
 	if err != nil {

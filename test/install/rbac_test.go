@@ -23,11 +23,11 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/bootimage"
+	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
-	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
@@ -512,7 +512,7 @@ func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 		// OS_AUTO is given, yet the step still reads the payload
 		// ConfigMap (it always does in cluster mode).
 		OSImage: osImage, SecretsDir: t.TempDir(),
-		Buildah: osimage.Buildah{Env: e.Buildah.Env},
+		Buildah: buildah.Buildah{Env: e.Buildah.Env},
 	}
 	if err := o.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("kmod-build as kiln-kmod-build: %v\n%s", err, out.String())

@@ -22,7 +22,7 @@ import (
 	"github.com/vincent-petithory/dataurl"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kiln-dev/kiln/pkg/osimage"
+	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
@@ -81,8 +81,8 @@ func buildWithKiln(t testing.TB, base v1.Image, mc *mcfgv1.MachineConfig) v1.Ima
 	if err := remote.Write(baseRef, base); err != nil {
 		t.Fatal(err)
 	}
-	res, err := osimage.Build(context.Background(), registry.Remote{Insecure: []string{host}},
-		osimage.BuildInput{Base: baseRef.String(), Repository: host + "/kiln/os", Pool: "worker", Rendered: mc})
+	res, err := imagebuild.Build(context.Background(), registry.Remote{Insecure: []string{host}},
+		imagebuild.BuildInput{Base: baseRef.String(), Repository: host + "/kiln/os", Pool: "worker", Rendered: mc})
 	if err != nil {
 		t.Fatalf("kiln fast path: %v", err)
 	}
@@ -173,8 +173,8 @@ func TestFastPathConfigOnNode(t *testing.T) {
 	if d := cmp.Diff(wantBeforeDaemon, compareWithRendered(v, want)); d != "" {
 		t.Errorf("rendered files the node does not have from kiln's image alone (-want +got):\n%s", d)
 	}
-	if f, ok := v.File(osimage.CurrentConfigPath); !ok || !strings.Contains(string(f.Data), `"rendered-worker-nodesim"`) {
-		t.Errorf("%s on the node: %s", osimage.CurrentConfigPath, describe(f, ok))
+	if f, ok := v.File(imagebuild.CurrentConfigPath); !ok || !strings.Contains(string(f.Data), `"rendered-worker-nodesim"`) {
+		t.Errorf("%s on the node: %s", imagebuild.CurrentConfigPath, describe(f, ok))
 	}
 	if len(v.Dropped) != 0 {
 		t.Errorf("the import dropped %v of kiln's layer", v.Dropped)
