@@ -18,7 +18,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -53,7 +53,7 @@ func buildAndSignSampleKmods(t *testing.T, e *env.Env, refs []string, dtk, work 
 	// key and reuse only what that key attested.
 	keys := env.CosignKeys(t)
 	identity := step.IdentityOptions{PublicKey: filepath.Join(keys, "cosign.pub")}
-	attest := signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
+	attest := sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
 		PasswordFile: filepath.Join(keys, "cosign.password"), RunID: "examples-kmod"}
 	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
 		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: osimage.Buildah{Env: e.Buildah.Env},

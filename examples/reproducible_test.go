@@ -19,7 +19,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -104,7 +104,7 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 	}
 	opts := step.Options{Work: work, ResultsDir: filepath.Join(work, "kmod-results"), Pool: "infra"}
 	identity := step.IdentityOptions{PublicKey: filepath.Join(keys, "cosign.pub")}
-	attest := signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
+	attest := sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
 		PasswordFile: filepath.Join(keys, "cosign.password"), RunID: "examples-reproducible"}
 	var log bytes.Buffer
 	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},

@@ -17,7 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -66,7 +66,7 @@ func resolve(ctx context.Context, r registry.Remote, image string, head func(con
 
 // proveAt checks what sits at image (a tag) against want: it is reused only
 // when it carries id's signature and an attestation from id binding
-// exactly want (signing.Prove). Tags, labels and annotations play no part:
+// exactly want (sign.Prove). Tags, labels and annotations play no part:
 // anyone with push access can copy them. It makes no registry write.
 func proveAt(ctx context.Context, r registry.Remote, image string, id trust.Identity, want trust.Inputs) (Reuse, error) {
 	d, err := resolveOwn(ctx, r, image)
@@ -77,7 +77,7 @@ func proveAt(ctx context.Context, r registry.Remote, image string, id trust.Iden
 		return Reuse{}, err
 	}
 	u := Reuse{Image: d.String(), Digest: d.DigestStr()}
-	switch err := signing.Prove(ctx, r, d, id, want); {
+	switch err := sign.Prove(ctx, r, d, id, want); {
 	case err == nil:
 		u.Proven = true
 	case errors.Is(err, trust.ErrNotProven):

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -274,7 +274,7 @@ func attest(t *testing.T, f *fixture, image string, rep kmod.KmodReport) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := signing.Sign(t.Context(), registry.Remote{Insecure: []string{f.reg.Host}}, in); err != nil {
+	if _, err := sign.Sign(t.Context(), registry.Remote{Insecure: []string{f.reg.Host}}, in); err != nil {
 		t.Fatal(err)
 	}
 }

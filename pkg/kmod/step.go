@@ -15,7 +15,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -38,7 +38,7 @@ type SignOptions struct {
 	Rebuild bool
 	// Identity proves reuse; Attest signs and attests what is pushed.
 	Identity step.IdentityOptions
-	Attest   signing.AttestOptions
+	Attest   sign.AttestOptions
 }
 
 // Defaults of kmod-sign: where its Task mounts sign.certSecret and
@@ -57,7 +57,7 @@ func DefaultSignOptions() *SignOptions {
 	return &SignOptions{
 		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
 		CertFile: DefaultModuleCert, KeyFile: DefaultModuleKey, Hash: DefaultHash,
-		Identity: step.DefaultIdentityOptions(), Attest: signing.DefaultAttestOptions(),
+		Identity: step.DefaultIdentityOptions(), Attest: sign.DefaultAttestOptions(),
 	}
 }
 

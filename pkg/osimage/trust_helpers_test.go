@@ -9,7 +9,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -38,7 +38,7 @@ func newCosignKeyPass(t testing.TB, pass string) cosignKey {
 // sign signs and attests a build as image-sign does.
 func (k cosignKey) sign(t testing.TB, r registry.Remote, res *BuildResult) {
 	t.Helper()
-	_, err := signing.Sign(context.Background(), r, signing.SignInput{Image: res.Ref, Key: k.priv, Password: k.pass, Inputs: res.Inputs, RunID: "test"})
+	_, err := sign.Sign(context.Background(), r, sign.SignInput{Image: res.Ref, Key: k.priv, Password: k.pass, Inputs: res.Inputs, RunID: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -100,7 +100,7 @@ var details = map[string]func(step.Workspace) (string, error){
 		return b.Ref + ": " + how, nil
 	},
 	step.StageImageSign: func(ws step.Workspace) (string, error) {
-		var r signing.SignResult
+		var r sign.SignResult
 		if ok, err := readJSON(filepath.Join(ws.StageDir(step.StageImageSign), "sign.json"), &r); !ok || err != nil {
 			return "", err
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -14,7 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sigstore/cosign/v2/pkg/cosign"
+	"github.com/kiln-dev/kiln/pkg/sign"
 )
 
 // LocalKeys are the key folders local mode binds as the pipeline's
@@ -83,24 +82,10 @@ func exists(p string) bool {
 }
 
 func ensureCosign(dir string) error {
-	if exists(filepath.Join(dir, "cosign.key")) {
+	if exists(filepath.Join(dir, sign.KeyFileName)) {
 		return nil
 	}
-	pw := make([]byte, 16)
-	if _, err := rand.Read(pw); err != nil {
-		return err
-	}
-	pass := []byte(hex.EncodeToString(pw))
-	kp, err := cosign.GenerateKeyPair(func(bool) ([]byte, error) { return pass, nil })
-	if err != nil {
-		return err
-	}
-	// The password first: a key without it would be unusable.
-	return errors.Join(
-		os.WriteFile(filepath.Join(dir, "cosign.password"), pass, 0o600),
-		os.WriteFile(filepath.Join(dir, "cosign.pub"), kp.PublicBytes, 0o644),
-		os.WriteFile(filepath.Join(dir, "cosign.key"), kp.PrivateBytes, 0o600),
-	)
+	return sign.GenerateKeyPair(dir)
 }
 
 // ensureKmodCert makes a self-signed RSA certificate with the code-signing

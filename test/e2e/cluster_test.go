@@ -26,7 +26,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/release"
 	"github.com/kiln-dev/kiln/pkg/render"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/install"
@@ -134,7 +134,7 @@ const (
 // attested.
 func (c *cluster) makeImages(ctx context.Context) {
 	keys := env.CosignKeys(c.t)
-	attest := signing.DefaultAttestOptions()
+	attest := sign.DefaultAttestOptions()
 	attest.KeyPath, attest.PasswordFile = filepath.Join(keys, "cosign.key"), filepath.Join(keys, "cosign.password")
 	p, err := release.MakeImages(ctx, release.ImagesOptions{Root: env.RepoRoot(), StepsBase: env.StepsBase(c.t),
 		Registry: c.reg.Host + "/" + releaseRepo, Tag: releaseTag, Platform: release.Platform{OS: "linux", Arch: runtime.GOARCH},
