@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/cmd/cli"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -117,7 +118,7 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 	}
 	// infra boots the realtime kernel (60-infra-realtime-kernel): the
 	// module is built for it and placed in its folder, /opt is gone.
-	placed, err := kmod.PlacedModules(img, RTKernelVersion)
+	placed, err := modsign.PlacedModules(img, RTKernelVersion)
 	if want := []string{"/usr/lib/modules/" + RTKernelVersion + "/extra/kiln-hello.ko"}; err != nil || !slices.Equal(placed, want) {
 		t.Fatalf("PlacedModules(%s) = %v, %v; want %v", RTKernelVersion, placed, err, want)
 	}

@@ -24,8 +24,8 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/apis"
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
-	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
@@ -248,7 +248,7 @@ func TestPushedImagesServeThePayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kver, err := kmod.KernelFullVersion(img)
+	kver, err := modsign.KernelFullVersion(img)
 	if err != nil || kver != KernelVersion {
 		t.Errorf("kernel version %q (%v), want %q", kver, err, KernelVersion)
 	}

@@ -17,6 +17,7 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/sign"
@@ -214,7 +215,7 @@ func checkSampleRebuilds(t *testing.T, run sampleRun) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resigned, err := kmod.Resign(unsigned.Image, pushed, *signed.Inputs)
+	resigned, err := modsign.Resign(unsigned.Image, pushed, *signed.Inputs)
 	if err != nil {
 		t.Fatalf("re-signing: %v", err)
 	}

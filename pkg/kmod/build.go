@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -231,7 +232,7 @@ func unsignedBud(dir, dockerfile string, args, secrets map[string]string, target
 	}
 	return osimage.Bud{
 		Dir: dir, Containerfile: cf, BuildArgs: args, Secrets: secrets, Target: target, Env: BuildEnv,
-		Labels: map[string]string{KernelLabel: kernel},
+		Labels: map[string]string{modsign.KernelLabel: kernel},
 		Pulls:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
 		Bases:  []string{args[ArgOSAuto], args[ArgDTKAuto]},
 	}, nil
@@ -351,7 +352,7 @@ func osKernel(ctx context.Context, r registry.Remote, image string) (string, err
 	if err != nil {
 		return "", registry.Classify(err, "reading OS image", image)
 	}
-	return KernelFullVersion(img)
+	return modsign.KernelFullVersion(img)
 }
 
 // buildObjects are the ConfigMaps kmod-build reads.

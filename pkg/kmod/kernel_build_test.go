@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -61,8 +62,8 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 		t.Errorf("build report kernel %q, inputs %q; want %s", rep.Kernel, rep.Inputs.Parameters["kernelVersion"], rt)
 	}
 	unsigned := pull(t, f.image(t))
-	if cf, _ := unsigned.ConfigFile(); cf.Config.Labels[kmod.KernelLabel] != rt {
-		t.Errorf("unsigned image label %s = %q, want %s", kmod.KernelLabel, cf.Config.Labels[kmod.KernelLabel], rt)
+	if cf, _ := unsigned.ConfigFile(); cf.Config.Labels[modsign.KernelLabel] != rt {
+		t.Errorf("unsigned image label %s = %q, want %s", modsign.KernelLabel, cf.Config.Labels[modsign.KernelLabel], rt)
 	}
 
 	log.Reset()
@@ -79,7 +80,7 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 	}
 	root := extractRoot(t, signed)
 	wantBooted(t, root, rt, map[string]string{"kiln-hello": "kiln day-0 signer"})
-	placed, err := kmod.PlacedModules(signed, rt)
+	placed, err := modsign.PlacedModules(signed, rt)
 	if diff := cmp.Diff([]string{"/usr/lib/modules/" + rt + "/extra/kiln-hello.ko"}, placed); err != nil || diff != "" {
 		t.Errorf("PlacedModules(%s) (-want +got), %v:\n%s", rt, err, diff)
 	}
@@ -90,7 +91,7 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 	if rep.Kernel != rt || rep.Placement == nil {
 		t.Fatalf("sign report kernel %q placement %v, want kernel %s and a placement", rep.Kernel, rep.Placement, rt)
 	}
-	wantMoves := []kmod.Move{{From: "/opt/lib/modules/" + rt + "/kiln-hello.ko", To: "/usr/lib/modules/" + rt + "/extra/kiln-hello.ko", Signed: true}}
+	wantMoves := []modsign.Move{{From: "/opt/lib/modules/" + rt + "/kiln-hello.ko", To: "/usr/lib/modules/" + rt + "/extra/kiln-hello.ko", Signed: true}}
 	if diff := cmp.Diff(wantMoves, rep.Placement.Modules); diff != "" {
 		t.Errorf("sign report placement (-want +got):\n%s", diff)
 	}

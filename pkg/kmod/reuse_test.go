@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -187,7 +188,7 @@ func wantSigners(t *testing.T, f *fixture, cn string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, _, err := kmod.LoadKeyPair(certPEM, mustRead(t, f.keyFile))
+	cert, _, err := modsign.LoadKeyPair(certPEM, mustRead(t, f.keyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func wantSigners(t *testing.T, f *fixture, cn string) {
 		if got := modinfoSig(t, ko)["signer"]; got != cn {
 			t.Errorf("modinfo -F signer %s in %s = %q, want %q", p, f.image(t), got, cn)
 		}
-		if err := kmod.SignedBy(b, cert); err != nil {
+		if err := modsign.SignedBy(b, cert); err != nil {
 			t.Errorf("%s in %s: %v", p, f.image(t), err)
 		}
 	}

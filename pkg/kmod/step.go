@@ -3,7 +3,6 @@ package kmod
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -49,9 +49,6 @@ const (
 	DefaultHash       = "sha256"
 )
 
-// moduleHashes are the module signature hashes --hash accepts.
-var moduleHashes = map[string]crypto.Hash{"sha256": crypto.SHA256, "sha384": crypto.SHA384, "sha512": crypto.SHA512}
-
 // DefaultSignOptions returns kmod-sign's options with their defaults.
 func DefaultSignOptions() *SignOptions {
 	return &SignOptions{
@@ -64,7 +61,7 @@ func DefaultSignOptions() *SignOptions {
 // Validate reports every bad flag at once.
 func (o *SignOptions) Validate() error {
 	var hash error
-	if _, ok := moduleHashes[o.Hash]; !ok {
+	if _, ok := modsign.Hashes[o.Hash]; !ok {
 		hash = fmt.Errorf("--hash %q: want sha256, sha384 or sha512", o.Hash)
 	}
 	return step.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(), o.Attest.Validate(), hash)
@@ -88,7 +85,7 @@ type KmodReport struct {
 	ReuseRejected string `json:"reuseRejected,omitempty"`
 	// Placement is where kmod-sign put the modules and firmware, when it
 	// signed in this run.
-	Placement *Placement `json:"placement,omitempty"`
+	Placement *modsign.Placement `json:"placement,omitempty"`
 }
 
 // Run signs the ModuleDay0's modules and pushes containerImage.
@@ -136,12 +133,12 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		// every filesToSign module in it signed by the current
 		// certificate. An unsigned image pushed to the tag, or modules
 		// signed with a rotated-out key, are signed again.
-		if reuse, err = o.reusable(ctx, r, md, sin, signer.cert); err != nil {
+		if reuse, err = o.reusable(ctx, r, md, sin, signer.Certificate()); err != nil {
 			return err
 		}
 		if reuse.Proven {
 			p.Printf("ModuleDay0 %s/%s: containerImage %s is %s, attested for these inputs, its %d module(s) signed by %q; nothing to sign",
-				md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, reuse.Digest, len(reuse.Signed), signer.cert.Subject.CommonName)
+				md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, reuse.Digest, len(reuse.Signed), signer.Certificate().Subject.CommonName)
 			rep := KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: sin.kernel, Signed: reuse.Signed, Inputs: &sin.inputs, Reused: true}
 			return writeKmodResults(o.Options, ws, "sign.json", rep)
 		}
@@ -153,14 +150,14 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	in.Signer = signer
 	p.Printf("signing %v in %s for ModuleDay0 %s/%s", md.Spec.OSMapping.Sign.FilesToSign, sin.source, md.Namespace, md.Name)
-	res, err := SignImage(ctx, in)
+	res, err := modsign.SignImage(ctx, in)
 	if err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
 	for _, f := range res.Signed {
 		p.Printf("signed %s (kernel %s)", f, res.KernelFullVersion)
 	}
-	for _, m := range append(append([]Move(nil), res.Placement.Modules...), res.Placement.Firmware...) {
+	for _, m := range append(append([]modsign.Move(nil), res.Placement.Modules...), res.Placement.Firmware...) {
 		p.Printf("placed %s at %s", m.From, m.To)
 	}
 	p.Printf("depmod %s wrote %d file(s)", res.KernelFullVersion, len(res.Placement.Depmod))
@@ -185,7 +182,7 @@ type signInputs struct {
 
 // inputs resolves the unsigned image to its digest once: that digest is
 // signed and attested, whatever its tag holds later.
-func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, src string, s *Signer) (signInputs, error) {
+func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, src string, s *modsign.Signer) (signInputs, error) {
 	wrap := func(err error) error {
 		return fmt.Errorf("ModuleDay0 %s/%s: reading the unsigned image %s: %w", md.Namespace, md.Name, src, err)
 	}
@@ -197,11 +194,11 @@ func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1be
 	if err != nil {
 		return signInputs{}, wrap(registry.Classify(err, "reading", d.String()))
 	}
-	kver, err := ModuleKernel(img)
+	kver, err := modsign.ModuleKernel(img)
 	if err != nil {
 		return signInputs{}, wrap(err)
 	}
-	certHash, serial := CertID(s.cert)
+	certHash, serial := modsign.CertID(s.Certificate())
 	in, err := trust.KmodSign{
 		Module: md.Namespace + "/" + md.Name, Target: md.Spec.OSMapping.ContainerImage, Unsigned: d.String(),
 		CertHash: certHash, CertSerial: serial, Hash: o.Hash, FilesToSign: md.Spec.OSMapping.Sign.FilesToSign, KernelVersion: kver,
@@ -235,7 +232,7 @@ func (o *SignOptions) reusable(ctx context.Context, r registry.Remote, md *kmmv1
 	if err != nil {
 		return Reuse{}, registry.Classify(err, "reading", u.Image)
 	}
-	signed, err := CheckModuleSigners(img, md.Spec.OSMapping.Sign.FilesToSign, sin.kernel, cert)
+	signed, err := modsign.CheckModuleSigners(img, md.Spec.OSMapping.Sign.FilesToSign, sin.kernel, cert)
 	if err != nil {
 		u.Proven, u.Rejected = false, fmt.Sprintf("%s holds %s, attested by kiln, but its %v", target, u.Digest, err)
 		return u, nil
@@ -244,8 +241,8 @@ func (o *SignOptions) reusable(ctx context.Context, r registry.Remote, md *kmmv1
 	return u, nil
 }
 
-func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
-	h, ok := moduleHashes[o.Hash]
+func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*modsign.Signer, error) {
+	h, ok := modsign.Hashes[o.Hash]
 	if !ok {
 		return nil, &step.UsageError{Err: fmt.Errorf("--hash %q: want sha256, sha384 or sha512", o.Hash)}
 	}
@@ -258,11 +255,11 @@ func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ModuleDay0 %s/%s: reading spec.osMapping.sign.keySecret %q: %w", md.Namespace, md.Name, sign.KeySecret.Name, err)
 	}
-	cert, key, err := LoadKeyPair(certData, keyData)
+	cert, key, err := modsign.LoadKeyPair(certData, keyData)
 	if err != nil {
 		return nil, fmt.Errorf("ModuleDay0 %s/%s: Secrets %q/%q: %w", md.Namespace, md.Name, sign.CertSecret.Name, sign.KeySecret.Name, err)
 	}
-	signer, err := NewSigner(cert, key, h)
+	signer, err := modsign.NewSigner(cert, key, h)
 	if err != nil {
 		return nil, fmt.Errorf("ModuleDay0 %s/%s: Secrets %q/%q: %w", md.Namespace, md.Name, sign.CertSecret.Name, sign.KeySecret.Name, err)
 	}
@@ -288,16 +285,16 @@ func (o *SignOptions) source(ws step.Workspace, md *kmmv1beta1.ModuleDay0) (stri
 	return "", fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.sign.unsignedImage is empty and kmod-build did not run", md.Namespace, md.Name)
 }
 
-func signInput(ctx context.Context, r registry.Remote, src string, md *kmmv1beta1.ModuleDay0) (SignImageInput, error) {
+func signInput(ctx context.Context, r registry.Remote, src string, md *kmmv1beta1.ModuleDay0) (modsign.SignImageInput, error) {
 	srcRef, err := r.ParseRef(src)
 	if err != nil {
-		return SignImageInput{}, err
+		return modsign.SignImageInput{}, err
 	}
 	dstRef, err := r.ParseRef(md.Spec.OSMapping.ContainerImage)
 	if err != nil {
-		return SignImageInput{}, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage: %w", md.Namespace, md.Name, err)
+		return modsign.SignImageInput{}, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage: %w", md.Namespace, md.Name, err)
 	}
-	return SignImageInput{Source: srcRef, Target: dstRef, FilesToSign: md.Spec.OSMapping.Sign.FilesToSign, Remote: r}, nil
+	return modsign.SignImageInput{Source: srcRef, Target: dstRef, FilesToSign: md.Spec.OSMapping.Sign.FilesToSign, Remote: r}, nil
 }
 
 // ReadModuleDay0 reads the ModuleDay0 render left in the workspace.

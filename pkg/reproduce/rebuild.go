@@ -8,6 +8,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -49,5 +50,5 @@ func rebuildKmodBuild(ctx context.Context, r registry.Remote, bb osimage.Buildah
 // resignKmod applies signed's module signatures, after checking them, to
 // unsigned: the signed image rebuilt without the private key.
 func resignKmod(unsigned, signed v1.Image, in trust.Inputs) (*rebuiltImage, error) {
-	return kmod.Resign(unsigned, signed, in)
+	return modsign.Resign(unsigned, signed, in)
 }

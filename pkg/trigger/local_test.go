@@ -9,7 +9,7 @@ import (
 
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -134,7 +134,7 @@ func TestEnsureLocalKeys(t *testing.T) {
 	if _, err := cosign.LoadPrivateKey(key1, read(filepath.Join(k.Cosign, "cosign.password")), nil); err != nil {
 		t.Fatalf("cosign key: %v", err)
 	}
-	cert, _, err := kmod.LoadKeyPair(cert1, read(filepath.Join(k.KmodKey, "key")))
+	cert, _, err := modsign.LoadKeyPair(cert1, read(filepath.Join(k.KmodKey, "key")))
 	if err != nil {
 		t.Fatalf("kmod key pair: %v", err)
 	}

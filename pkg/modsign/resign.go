@@ -1,4 +1,4 @@
-package kmod
+package modsign
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func Resign(unsigned, signed v1.Image, in trust.Inputs) (*osimage.Rebuilt, error
 		return nil, fmt.Errorf("re-signing: buildType %q, want %q", in.BuildType, trust.BuildTypeKmodSign)
 	}
 	p := in.Parameters
-	hash, ok := moduleHashes[p["hash"]]
+	hash, ok := Hashes[p["hash"]]
 	if !ok {
 		return nil, fmt.Errorf("re-signing: hash %q, want sha256, sha384 or sha512", p["hash"])
 	}

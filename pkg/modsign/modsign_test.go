@@ -1,4 +1,4 @@
-package kmod_test
+package modsign_test
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -112,11 +112,11 @@ func TestSignMatchesSignFile(t *testing.T) {
 	}
 
 	// Ours.
-	cert, key, err := kmod.LoadKeyPair(kp.certData, kp.keyRaw)
+	cert, key, err := modsign.LoadKeyPair(kp.certData, kp.keyRaw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := kmod.NewSigner(cert, key, crypto.SHA256)
+	s, err := modsign.NewSigner(cert, key, crypto.SHA256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestSignMatchesSignFile(t *testing.T) {
 	t.Logf("modinfo of a module signed by kiln's Go signer:\n%s", modinfoText(t, ours))
 
 	// openssl verifies our PKCS#7 over the unsigned content.
-	content, sig, err := kmod.ParseSignature(signed)
+	content, sig, err := modsign.ParseSignature(signed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestResignReplaces(t *testing.T) {
 		t.Fatalf("sign-file: %v\n%s", err, out)
 	}
 	signedByOld, _ := os.ReadFile(ko)
-	s, err := kmod.NewSigner(ours.cert, ours.key, crypto.SHA256)
+	s, err := modsign.NewSigner(ours.cert, ours.key, crypto.SHA256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,14 +199,14 @@ func TestResignReplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, m := range map[string][]byte{"re-signed": once, "signed again": twice} {
-		content, _, err := kmod.ParseSignature(m)
+		content, _, err := modsign.ParseSignature(m)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(content, unsigned) {
 			t.Errorf("%s: content is not the unsigned module (%d vs %d bytes): a signature was stacked", name, len(content), len(unsigned))
 		}
-		if n := bytes.Count(m, []byte(kmod.ModuleSigMagic)); n != 1 {
+		if n := bytes.Count(m, []byte(modsign.ModuleSigMagic)); n != 1 {
 			t.Errorf("%s: %d signature magics, want 1", name, n)
 		}
 	}
@@ -220,18 +220,18 @@ func TestResignReplaces(t *testing.T) {
 func TestSignerRejects(t *testing.T) {
 	kp := newKeyPair(t, "a")
 	other := newKeyPair(t, "b")
-	if _, err := kmod.NewSigner(kp.cert, other.key, crypto.SHA256); err == nil || !strings.Contains(err.Error(), `the key does not match the certificate of "a"`) {
+	if _, err := modsign.NewSigner(kp.cert, other.key, crypto.SHA256); err == nil || !strings.Contains(err.Error(), `the key does not match the certificate of "a"`) {
 		t.Errorf("mismatched key: got %v", err)
 	}
-	if _, err := kmod.NewSigner(kp.cert, kp.key, crypto.SHA1); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if _, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA1); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Errorf("sha1: got %v", err)
 	}
-	s, _ := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	s, _ := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 	if _, err := s.Sign([]byte("#!/bin/sh\n")); err == nil || !strings.Contains(err.Error(), "not an ELF file") {
 		t.Errorf("non-ELF: got %v", err)
 	}
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if _, err := kmod.NewSigner(kp.cert, ec, crypto.SHA256); err == nil {
+	if _, err := modsign.NewSigner(kp.cert, ec, crypto.SHA256); err == nil {
 		t.Error("EC key for an RSA certificate accepted")
 	}
 }
@@ -250,7 +250,7 @@ func TestLoadKeyPairErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := kmod.LoadKeyPair(tc.cert, tc.key)
+			_, _, err := modsign.LoadKeyPair(tc.cert, tc.key)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("got %v, want %q", err, tc.wantErr)
 			}
@@ -261,13 +261,13 @@ func TestLoadKeyPairErrors(t *testing.T) {
 	}
 	// DER certificates (as KMM secrets often hold) load too.
 	b, _ := pem.Decode(kp.certData)
-	if _, _, err := kmod.LoadKeyPair(b.Bytes, kp.keyRaw); err != nil {
+	if _, _, err := modsign.LoadKeyPair(b.Bytes, kp.keyRaw); err != nil {
 		t.Errorf("DER certificate: %v", err)
 	}
 }
 
 func TestParseSignatureErrors(t *testing.T) {
-	magic := []byte(kmod.ModuleSigMagic)
+	magic := []byte(modsign.ModuleSigMagic)
 	trailer := func(idType byte, sigLen uint32, first byte) []byte {
 		return []byte{first, 0, idType, 0, 0, 0, 0, 0, byte(sigLen >> 24), byte(sigLen >> 16), byte(sigLen >> 8), byte(sigLen)}
 	}
@@ -285,16 +285,16 @@ func TestParseSignatureErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := kmod.ParseSignature(tc.in)
+			_, _, err := modsign.ParseSignature(tc.in)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("got %v, want %q", err, tc.wantErr)
 			}
-			if tc.name == "unsigned" && !errors.Is(err, kmod.ErrNotSigned) {
+			if tc.name == "unsigned" && !errors.Is(err, modsign.ErrNotSigned) {
 				t.Errorf("want ErrNotSigned, got %v", err)
 			}
 		})
 	}
-	content, sig, err := kmod.ParseSignature(cat([]byte("\x7fELFsig"), trailer(2, 3, 0), magic))
+	content, sig, err := modsign.ParseSignature(cat([]byte("\x7fELFsig"), trailer(2, 3, 0), magic))
 	if err != nil || string(content) != "\x7fELF" || string(sig.PKCS7) != "sig" {
 		t.Errorf("valid trailer: content %q sig %+v err %v", content, sig, err)
 	}
@@ -304,14 +304,14 @@ func TestParseSignatureErrors(t *testing.T) {
 // accepts splits the input exactly.
 func FuzzParseSignature(f *testing.F) {
 	f.Add([]byte("\x7fELF"))
-	f.Add([]byte("\x7fELFsig\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x03" + kmod.ModuleSigMagic))
-	f.Add([]byte(kmod.ModuleSigMagic))
+	f.Add([]byte("\x7fELFsig\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x03" + modsign.ModuleSigMagic))
+	f.Add([]byte(modsign.ModuleSigMagic))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		content, sig, err := kmod.ParseSignature(in)
+		content, sig, err := modsign.ParseSignature(in)
 		if err != nil {
 			return
 		}
-		if got := len(content) + len(sig.PKCS7) + 12 + len(kmod.ModuleSigMagic); got != len(in) {
+		if got := len(content) + len(sig.PKCS7) + 12 + len(modsign.ModuleSigMagic); got != len(in) {
 			t.Fatalf("split covers %d of %d bytes", got, len(in))
 		}
 	})

@@ -1,4 +1,4 @@
-package kmod
+package modsign
 
 import (
 	"bytes"
@@ -26,6 +26,9 @@ const (
 	trailerLen     = 12
 	idTypePKCS7    = 2
 )
+
+// Hashes are the module signature hashes kmod-sign's --hash accepts.
+var Hashes = map[string]crypto.Hash{"sha256": crypto.SHA256, "sha384": crypto.SHA384, "sha512": crypto.SHA512}
 
 // Signature describes the signature appended to a module.
 type Signature struct {
@@ -88,6 +91,10 @@ func NewSigner(cert *x509.Certificate, key crypto.Signer, hash crypto.Hash) (*Si
 	}
 	return &Signer{cert: cert, key: key, hash: hash}, nil
 }
+
+// Certificate is the certificate s names as the signer: kmod-sign proves
+// reuse and records the inputs by it.
+func (s *Signer) Certificate() *x509.Certificate { return s.cert }
 
 // Sign returns module signed with s. An already-signed module is re-signed:
 // the old signature is removed first, so a module never carries two.

@@ -1,4 +1,4 @@
-package kmod_test
+package modsign_test
 
 import (
 	"crypto"
@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -44,7 +44,7 @@ func BenchmarkKmodSign(b *testing.B) {
 		b.Fatal(err)
 	}
 	kp := newKeyPairTB(b)
-	signer, err := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	signer, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func BenchmarkKmodSign(b *testing.B) {
 				}
 				b.StartTimer()
 				start := time.Now()
-				res, err := kmod.SignImage(b.Context(), kmod.SignImageInput{
+				res, err := modsign.SignImage(b.Context(), modsign.SignImageInput{
 					Source: src, Target: dst, Signer: signer,
 					FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*.ko"},
 				})

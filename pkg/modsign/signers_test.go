@@ -1,4 +1,4 @@
-package kmod_test
+package modsign_test
 
 import (
 	"crypto"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 )
 
 // TestSignedByAcceptsOnlyTheCurrentCertificate: a module passes only with a
@@ -20,7 +20,7 @@ func TestSignedByAcceptsOnlyTheCurrentCertificate(t *testing.T) {
 	other := newKeyPair(t, "kiln other signer")
 	module := []byte("\x7fELF kiln test module content")
 	sign := func(kp keyPair, m []byte) []byte {
-		s, err := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+		s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +38,7 @@ func TestSignedByAcceptsOnlyTheCurrentCertificate(t *testing.T) {
 		want   string // "" accepts
 	}{
 		{"signed by the current certificate", sign(current, module), ""},
-		{"unsigned", module, kmod.ErrNotSigned.Error()},
+		{"unsigned", module, modsign.ErrNotSigned.Error()},
 		{"signed by another certificate", sign(other, module), `signed by another certificate (issuer "CN=kiln other signer,O=kiln"`},
 		{"same issuer and serial, another key", sign(lookalike, module), "does not verify with that certificate"},
 		{"content changed after signing", tampered, "does not verify with that certificate"},
@@ -46,13 +46,13 @@ func TestSignedByAcceptsOnlyTheCurrentCertificate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := kmod.SignedBy(c.module, current.cert)
+			err := modsign.SignedBy(c.module, current.cert)
 			switch {
 			case c.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
 			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 				t.Fatalf("error %v, want it to say %q", err, c.want)
-			case c.name == "unsigned" && !errors.Is(err, kmod.ErrNotSigned):
+			case c.name == "unsigned" && !errors.Is(err, modsign.ErrNotSigned):
 				t.Fatalf("error %v does not wrap ErrNotSigned", err)
 			}
 		})
@@ -63,7 +63,7 @@ func TestSignedByAcceptsOnlyTheCurrentCertificate(t *testing.T) {
 // an answer and never panics, and only a real signature passes.
 func FuzzSignedBy(f *testing.F) {
 	kp := newKeyPairCN(f, "kiln fuzz signer")
-	s, err := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -72,9 +72,9 @@ func FuzzSignedBy(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(good)
-	f.Add([]byte("\x7fELF" + kmod.ModuleSigMagic))
+	f.Add([]byte("\x7fELF" + modsign.ModuleSigMagic))
 	f.Fuzz(func(t *testing.T, module []byte) {
-		if kmod.SignedBy(module, kp.cert) == nil && !strings.HasSuffix(string(module), kmod.ModuleSigMagic) {
+		if modsign.SignedBy(module, kp.cert) == nil && !strings.HasSuffix(string(module), modsign.ModuleSigMagic) {
 			t.Fatal("accepted a module without a signature")
 		}
 	})

@@ -1,4 +1,4 @@
-package kmod_test
+package modsign_test
 
 import (
 	"archive/tar"
@@ -23,7 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -79,7 +79,7 @@ func unsignedImage(t *testing.T, withLabel bool) v1.Image {
 	if withLabel {
 		cf, _ := img.ConfigFile()
 		cf = cf.DeepCopy()
-		cf.Config.Labels = map[string]string{kmod.OSTreeLinuxLabel: testKernel}
+		cf.Config.Labels = map[string]string{modsign.OSTreeLinuxLabel: testKernel}
 		if img, err = mutate.ConfigFile(img, cf); err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func unsignedImage(t *testing.T, withLabel bool) v1.Image {
 func TestSignImage(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
 	kp := newKeyPair(t, "kiln kmod signer")
-	s, err := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestSignImage(t *testing.T) {
 		if err := remote.Write(srcRef, src); err != nil {
 			t.Fatal(err)
 		}
-		res, err := kmod.SignImage(t.Context(), kmod.SignImageInput{
+		res, err := modsign.SignImage(t.Context(), modsign.SignImageInput{
 			Source: srcRef, Target: dstRef, Signer: s,
 			FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*.ko"},
 		})
@@ -144,16 +144,16 @@ func TestSignImage(t *testing.T) {
 		if m := files[extra+"kmm_ci_b.ko"].mode; m != 0o600 {
 			t.Errorf("mode of kmm_ci_b.ko: %o, want 600 kept", m)
 		}
-		wantPlacement := &kmod.Placement{Kernel: testKernel, Modules: []kmod.Move{
+		wantPlacement := &modsign.Placement{Kernel: testKernel, Modules: []modsign.Move{
 			{From: "/opt/lib/modules/" + testKernel + "/kmm_ci_a.ko", To: "/" + extra + "kmm_ci_a.ko", Signed: true},
 			{From: "/opt/lib/modules/" + testKernel + "/kmm_ci_b.ko", To: "/" + extra + "kmm_ci_b.ko", Signed: true},
 		}}
-		if diff := cmp.Diff(wantPlacement, res.Placement, cmpopts.IgnoreFields(kmod.Placement{}, "Depmod")); diff != "" {
+		if diff := cmp.Diff(wantPlacement, res.Placement, cmpopts.IgnoreFields(modsign.Placement{}, "Depmod")); diff != "" {
 			t.Errorf("placement (-want +got):\n%s", diff)
 		}
 		root := extractRoot(t, out)
 		wantBooted(t, root, testKernel, map[string]string{"kmm_ci_a": "kiln kmod signer", "kmm_ci_b": "kiln kmod signer"})
-		if placed, err := kmod.PlacedModules(out, testKernel); err != nil || len(placed) != 2 {
+		if placed, err := modsign.PlacedModules(out, testKernel); err != nil || len(placed) != 2 {
 			t.Errorf("PlacedModules = %v, %v; want both modules", placed, err)
 		}
 	}
@@ -166,7 +166,7 @@ func TestSignImage(t *testing.T) {
 func TestSignImageRefusesNothingToSignAndPushesNothing(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
 	kp := newKeyPair(t, "kiln kmod signer")
-	s, _ := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	s, _ := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 	srcRef, _ := name.ParseReference(r.Ref("kmods/rhcos:unsigned"), name.Insecure)
 	if err := remote.Write(srcRef, unsignedImage(t, true)); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestSignImageRefusesNothingToSignAndPushesNothing(t *testing.T) {
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dstRef, _ := name.ParseReference(r.Ref(fmt.Sprintf("kmods/rhcos:signed-%d", i)), name.Insecure)
-			_, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: srcRef, Target: dstRef, Signer: s, FilesToSign: tc.files})
+			_, err := modsign.SignImage(t.Context(), modsign.SignImageInput{Source: srcRef, Target: dstRef, Signer: s, FilesToSign: tc.files})
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error %v\nwant %s", err, tc.want)
 			}
@@ -236,7 +236,7 @@ func keys(m map[string]tarFile) []string {
 func TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
 	kp := newKeyPair(t, "kiln kmod signer")
-	s, _ := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	s, _ := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 	base := unsignedImage(t, true)
 	cases := []struct {
 		name   string
@@ -257,7 +257,7 @@ func TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			dstRef, _ := name.ParseReference(r.Ref(fmt.Sprintf("kmods/rhcos:lost-%d", i)), name.Insecure)
-			_, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: srcRef, Target: dstRef, Signer: s, Depmod: tc.depmod,
+			_, err := modsign.SignImage(t.Context(), modsign.SignImageInput{Source: srcRef, Target: dstRef, Signer: s, Depmod: tc.depmod,
 				FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_a.ko"}})
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error %v\nwant %s", err, tc.want)
@@ -276,19 +276,19 @@ func TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing(t *testing.T) {
 func TestSignImageMovesFirmwareToUsr(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
 	kp := newKeyPair(t, "kiln kmod signer")
-	s, _ := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	s, _ := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 	fw := map[string][]byte{"opt/lib/firmware/acme/fw.bin": []byte("\x00acme firmware 1"), "var/lib/firmware/acme/other.bin": []byte("\x00acme firmware 2")}
 	srcRef, _ := name.ParseReference(r.Ref("kmods/rhcos:fw-unsigned"), name.Insecure)
 	if err := remote.Write(srcRef, withLayer(t, unsignedImage(t, true), fw)); err != nil {
 		t.Fatal(err)
 	}
 	dstRef, _ := name.ParseReference(r.Ref("kmods/rhcos:fw"), name.Insecure)
-	res, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: srcRef, Target: dstRef, Signer: s,
+	res, err := modsign.SignImage(t.Context(), modsign.SignImageInput{Source: srcRef, Target: dstRef, Signer: s,
 		FilesToSign: []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*.ko"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []kmod.Move{{From: "/opt/lib/firmware/acme/fw.bin", To: "/usr/lib/firmware/acme/fw.bin"},
+	want := []modsign.Move{{From: "/opt/lib/firmware/acme/fw.bin", To: "/usr/lib/firmware/acme/fw.bin"},
 		{From: "/var/lib/firmware/acme/other.bin", To: "/usr/lib/firmware/acme/other.bin"}}
 	if diff := cmp.Diff(want, res.Placement.Firmware); diff != "" {
 		t.Errorf("firmware placement (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package kmod_test
+package modsign_test
 
 import (
 	"crypto"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -28,7 +28,7 @@ func BenchmarkSignModule(b *testing.B) {
 		b.Fatal(err)
 	}
 	work := filepath.Join(b.TempDir(), "ref.ko")
-	s, err := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package kmod_test
+package modsign_test
 
 import (
 	"crypto"
@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
@@ -23,7 +23,7 @@ import (
 // signed attributes (so no signing time) for a rebuild to differ in.
 func TestModuleSignatureIsDeterministicWithoutSigningTime(t *testing.T) {
 	kp := newKeyPair(t, "kiln deterministic signer")
-	s, err := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestModuleSignatureIsDeterministicWithoutSigningTime(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatal("signing the same module twice with the same key gave different bytes")
 	}
-	_, sig, err := kmod.ParseSignature(a)
+	_, sig, err := modsign.ParseSignature(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +74,12 @@ func TestResign(t *testing.T) {
 	patterns := []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*.ko"}
 	ours, theirs := newKeyPair(t, "kiln kmod signer"), newKeyPair(t, "someone else")
 	signWith := func(kp keyPair, tag string) (v1.Image, v1.Hash) {
-		s, err := kmod.NewSigner(kp.cert, kp.key, crypto.SHA256)
+		s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
 		if err != nil {
 			t.Fatal(err)
 		}
 		dst, _ := name.ParseReference(r.Ref("kmods/rhcos:"+tag), name.Insecure)
-		res, err := kmod.SignImage(t.Context(), kmod.SignImageInput{Source: src, Target: dst, Signer: s, FilesToSign: patterns})
+		res, err := modsign.SignImage(t.Context(), modsign.SignImageInput{Source: src, Target: dst, Signer: s, FilesToSign: patterns})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestResign(t *testing.T) {
 	}
 	signed, want := signWith(ours, "signed")
 	foreign, _ := signWith(theirs, "foreign")
-	certHash, serial := kmod.CertID(ours.cert)
+	certHash, serial := modsign.CertID(ours.cert)
 	in, err := trust.KmodSign{Module: "openshift-kmm/kiln-hello", Target: r.Ref("kmods/rhcos:signed"),
 		Unsigned: src.Context().Digest(ud.String()).String(), CertHash: certHash, CertSerial: serial, Hash: "sha256",
 		FilesToSign: patterns, KernelVersion: testKernel}.Inputs()
@@ -99,7 +99,7 @@ func TestResign(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := kmod.Resign(unsigned, signed, in)
+	got, err := modsign.Resign(unsigned, signed, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestResign(t *testing.T) {
 		{"missing module", noModules, "module " + modA + ": not in the signed image"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := kmod.Resign(unsigned, c.signed, in)
+			_, err := modsign.Resign(unsigned, c.signed, in)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("error %v, want it to contain %q", err, c.want)
 			}

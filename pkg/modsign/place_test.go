@@ -1,4 +1,4 @@
-package kmod
+package modsign
 
 import (
 	"io/fs"
