@@ -19,7 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kiln-dev/kiln/pkg/apis"
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/moduleday0"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -88,7 +88,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := c.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the trigger: %w", err)
 	}
-	sync := &kmod.Sync{
+	sync := &moduleday0.Sync{
 		Client: mgr.GetClient(), Namespace: o.Namespace,
 		Recorder: SafeRecorder(mgr.GetEventRecorderFor("kiln-kmm-day0")),
 		Exists:   c.kmodImageExists,

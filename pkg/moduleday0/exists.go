@@ -1,4 +1,4 @@
-package kmod
+package moduleday0
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package kmod_test
+package moduleday0_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/moduleday0"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -43,8 +43,8 @@ func TestSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &kmod.Sync{Client: mgr.GetClient(), Namespace: ns, Recorder: mgr.GetEventRecorderFor("kiln-kmm-day0"),
-		Exists: kmod.RemoteExists(registry.Remote{Insecure: []string{e.Registry.Host}}), Recheck: 100 * time.Millisecond}
+	s := &moduleday0.Sync{Client: mgr.GetClient(), Namespace: ns, Recorder: mgr.GetEventRecorderFor("kiln-kmm-day0"),
+		Exists: moduleday0.RemoteExists(registry.Remote{Insecure: []string{e.Registry.Host}}), Recheck: 100 * time.Millisecond}
 	if err := s.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestSync(t *testing.T) {
 	)
 	dayZero := e.Registry.Ref("day0/rhcos:413")
 	mc := &mcfgv1.MachineConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "99-worker-day0-image", Labels: map[string]string{roleLabel: "worker", kmod.KMMManagedLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "99-worker-day0-image", Labels: map[string]string{roleLabel: "worker", moduleday0.KMMManagedLabel: "true"}},
 		Spec:       mcfgv1.MachineConfigSpec{OSImageURL: dayZero, Config: runtime.RawExtension{Raw: []byte(`{"ignition":{"version":"3.5.0"}}`)}},
 	}
 	mustCreate(t, c, mc)
@@ -93,9 +93,9 @@ func TestSync(t *testing.T) {
 					return false
 				}
 				cond := meta.FindStatusCondition(got.Status.Conditions, kmmv1beta1.ConditionSynced)
-				return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == kmod.ReasonConflict && cond.Message == want
+				return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == moduleday0.ReasonConflict && cond.Message == want
 			})
-			eventually(t, "warning event on "+k.Name, func() bool { return hasEvent(ctx, c, k.Name, kmod.ReasonConflict) })
+			eventually(t, "warning event on "+k.Name, func() bool { return hasEvent(ctx, c, k.Name, moduleday0.ReasonConflict) })
 		}
 		if err := c.Delete(ctx, other); err != nil {
 			t.Fatal(err)
@@ -114,7 +114,7 @@ func TestSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, "ImageNotFound", func() bool {
-			return conditionReason(ctx, c, key, kmmv1beta1.ConditionApplied) == kmod.ReasonImageAbsent
+			return conditionReason(ctx, c, key, kmmv1beta1.ConditionApplied) == moduleday0.ReasonImageAbsent
 		})
 		got := &mcfgv1.MachineConfig{}
 		if err := c.Get(ctx, client.ObjectKey{Name: mc.Name}, got); err != nil || got.Spec.OSImageURL != dayZero {
@@ -155,7 +155,7 @@ func TestSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		base := got.DeepCopy()
-		delete(got.Labels, kmod.KMMManagedLabel)
+		delete(got.Labels, moduleday0.KMMManagedLabel)
 		if err := c.Patch(ctx, got, client.MergeFrom(base)); err != nil {
 			t.Fatal(err)
 		}
