@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,13 +23,14 @@ import (
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
-// Run starts the trigger.
+// Run starts the trigger in cluster mode. Local mode (--source dir:PATH)
+// is pkg/localrun's Run, which cmd/ calls instead.
 func Run(ctx context.Context, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	if o.Source != "cluster" {
-		return runLocal(ctx, o, os.Stdout)
+		return fmt.Errorf("--source %s: local mode runs through pkg/localrun, not the cluster trigger", o.Source)
 	}
 	// The logger is the command line's (cmd/cli: --zap-* flags).
 	cfg, err := step.LoadRESTConfig(o.Kubeconfig, o.Context)

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kiln-dev/kiln/examples"
+	"github.com/kiln-dev/kiln/pkg/localrun"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/release"
@@ -55,7 +56,7 @@ type cluster struct {
 	chains   *env.Chains
 	c        client.Client
 	hostIP   string
-	keys     trigger.LocalKeys
+	keys     localrun.LocalKeys
 	manifest string // examples/cluster with the registry host rewritten
 	// dtk is the driver toolkit on the test's registry. The sample release
 	// image names it on the sample registry (its digest is pinned), which
@@ -264,7 +265,7 @@ func (c *cluster) apiserverEnv() map[string]string {
 // a cosign pair and a kernel-module signing pair made as local mode makes
 // them.
 func (c *cluster) configure(ctx context.Context) {
-	keys, err := trigger.EnsureLocalKeys(c.t.TempDir(), "")
+	keys, err := localrun.EnsureLocalKeys(c.t.TempDir(), "")
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package trigger
+package localrun
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package trigger
+package localrun
 
 import (
 	"cmp"
@@ -27,37 +27,24 @@ import (
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
+	"github.com/kiln-dev/kiln/pkg/trigger"
 )
 
-// LocalOptions are local mode's own settings (kiln-trigger's flags, cmd/cli).
-type LocalOptions struct {
-	// Registry receives the images; empty starts an embedded registry
-	// (go-containerregistry's, blobs on disk under the output folder).
-	Registry string
-	// Key is a folder with cosign.key, cosign.pub and cosign.password
-	// (the deprecated --key-dir); empty means Keys' cosign/ folder.
-	Key string
-	// Keys is the folder where keys are kept and reused (--keys-dir):
-	// cosign/, kmod-cert/ and kmod-key/, each generated when missing;
-	// empty means keys/ under the output folder. A folder outside it lets runs
-	// from an empty output folder sign with the same keys, as a cluster's
-	// Secrets would: the kmod image holds signed modules, so the same key
-	// is what makes those runs give the same digests.
-	Keys string
-	// StepBinary is kiln-steps; Root holds pipelines/ and tasks/.
-	StepBinary, Root string
-	// BootImagePools end their run with the bootimages stage.
-	BootImagePools []string
-	// Verbose passes the trigger's --verbose on to every step (as
-	// KILN_VERBOSE=true).
-	Verbose bool
+// Run is local mode, `kiln-trigger --source dir:PATH`: it checks o as
+// the cluster trigger does, then runs runLocal, printing its progress and
+// summary to w.
+func Run(ctx context.Context, o trigger.Options, w io.Writer) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	return runLocal(ctx, o, w)
 }
 
 // runLocal is local mode (docs/local-mode.md): fingerprint the pools of
 // a manifests folder as cluster mode does, run node-image with the local
 // executor for each pool whose inputs changed since its last successful
 // run, and leave the GitOps change in the output folder.
-func runLocal(ctx context.Context, o Options, w io.Writer) error {
+func runLocal(ctx context.Context, o trigger.Options, w io.Writer) error {
 	src, err := filepath.Abs(strings.TrimPrefix(o.Source, "dir:"))
 	if err != nil {
 		return err
@@ -150,7 +137,7 @@ func runLocal(ctx context.Context, o Options, w io.Writer) error {
 var localTimeouts = &tektonv1.TimeoutFields{Pipeline: &metav1.Duration{Duration: 3 * time.Hour}}
 
 type localRun struct {
-	o         Options
+	o         trigger.Options
 	src, out  string
 	host      string
 	keys      LocalKeys
@@ -209,7 +196,7 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	}
 	// The Tasks pass $(workspaces.registries.path) as --registries-config:
 	// bound to the folder runLocal wrote, as cluster mode binds its copy.
-	ws[WorkspaceRegistries] = filepath.Join(l.out, registriesDir)
+	ws[trigger.WorkspaceRegistries] = filepath.Join(l.out, registriesDir)
 	l.exec.RunName, l.exec.OnTask = pl.Run, att.record
 	res, err := l.exec.Run(ctx, l.p, params, ws, filepath.Join(runDir, "tasks"))
 	if err != nil {

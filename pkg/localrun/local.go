@@ -1,4 +1,4 @@
-package trigger
+package localrun
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/safepath"
+	"github.com/kiln-dev/kiln/pkg/trigger"
 )
 
 // State is local mode's memory between runs, kept in the output folder:
@@ -23,8 +24,8 @@ type State struct {
 
 // PoolState is one pool's last successful run.
 type PoolState struct {
-	Fingerprint string          `json:"fingerprint"`
-	Parts       map[Part]string `json:"parts"`
+	Fingerprint string                  `json:"fingerprint"`
+	Parts       map[trigger.Part]string `json:"parts"`
 	// Inputs are Fingerprint.Inputs, for the next run's Describe.
 	Inputs map[string]string `json:"inputs,omitempty"`
 	Run    string            `json:"run"`
@@ -64,7 +65,7 @@ func (st State) Write(dir string) error {
 // PoolPlan is local mode's decision for one enabled pool.
 type PoolPlan struct {
 	Pool        string
-	Fingerprint Fingerprint
+	Fingerprint trigger.Fingerprint
 	// Run is the run's name, kiln-<pool>-<trigger>-<fp[:10]>, as in
 	// cluster mode; for an unchanged pool, its last run's.
 	Run string
@@ -87,19 +88,19 @@ func PlanLocal(ctx context.Context, objs *render.Objects, st State, pipelineVers
 	}
 	pools := append([]*mcfgv1.MachineConfigPool(nil), objs.Pools...)
 	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
-	var h SpecHasher
+	var h trigger.SpecHasher
 	var plans []PoolPlan
 	for _, pool := range pools {
 		// The same check as cluster mode: a bad label stops the run
 		// rather than reading "2a" as wave 0 or "True" as disabled.
-		enabled, wave, err := poolLabels(pool)
+		enabled, wave, err := trigger.PoolLabels(pool)
 		if err != nil {
 			return nil, err
 		}
 		if !enabled {
 			continue
 		}
-		in, err := gatherInputs(ctx, pool, objs.Configs, objs.Modules, facts, resolve)
+		in, err := trigger.GatherInputs(ctx, pool, objs.Configs, objs.Modules, facts, resolve)
 		if err != nil {
 			return nil, err
 		}
@@ -112,12 +113,12 @@ func PlanLocal(ctx context.Context, objs *render.Objects, st State, pipelineVers
 		p := PoolPlan{Pool: pool.Name, Fingerprint: fp, Run: prev.Run, Changed: !ok || prev.Fingerprint != fp.Sum, Wave: wave}
 		if p.Changed {
 			p.Trigger, p.Changes = fp.Changed(prev.Parts), fp.Describe(prev.Parts, prev.Inputs)
-			p.Run = RunName(pool.Name, p.Trigger, fp.Sum)
+			p.Run = trigger.RunName(pool.Name, p.Trigger, fp.Sum)
 		}
 		plans = append(plans, p)
 	}
 	if len(plans) == 0 {
-		return nil, fmt.Errorf("no MachineConfigPool has the label %s=true: nothing to build", LabelEnabled)
+		return nil, fmt.Errorf("no MachineConfigPool has the label %s=true: nothing to build", trigger.LabelEnabled)
 	}
 	return plans, nil
 }

@@ -1,4 +1,4 @@
-package trigger
+package localrun
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/crane"
 
 	"github.com/kiln-dev/kiln/examples"
+	"github.com/kiln-dev/kiln/pkg/trigger"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -95,8 +96,8 @@ func TestRunLocalThroughMirrorWithSourceDown(t *testing.T) {
 		}
 	}
 	out := t.TempDir()
-	o := Options{Source: "dir:" + src, Once: true, Output: out,
-		Local: LocalOptions{Registry: own.Host, StepBinary: steps, Root: env.RepoRoot(), BootImagePools: []string{"worker"}}}
+	o := trigger.Options{Source: "dir:" + src, Once: true, Output: out,
+		Local: trigger.LocalOptions{Registry: own.Host, StepBinary: steps, Root: env.RepoRoot(), BootImagePools: []string{"worker"}}}
 	run := func(what string) string {
 		t.Helper()
 		var log bytes.Buffer

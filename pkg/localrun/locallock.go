@@ -1,6 +1,6 @@
 //go:build unix
 
-package trigger
+package localrun
 
 import (
 	"errors"

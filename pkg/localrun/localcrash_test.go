@@ -1,6 +1,6 @@
 //go:build linux
 
-package trigger
+package localrun
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/trigger"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 // triggerMain is cmd/kiln-trigger's main for the flags the tests pass (pkg/
 // parses no command line: cmd/cli does); its steps are the stand-in.
 func triggerMain(args []string) int {
-	o := DefaultOptions()
+	o := trigger.DefaultOptions()
 	values := map[string]*string{"--source": &o.Source, "--output-dir": &o.Output, "--steps": &o.Local.StepBinary, "--root": &o.Local.Root}
 	for i := 0; i < len(args); i++ {
 		switch p, ok := values[args[i]]; {
@@ -59,7 +60,7 @@ func triggerMain(args []string) int {
 	_ = os.Setenv(roleEnv, "steps")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := Run(ctx, o); err != nil {
+	if err := Run(ctx, o, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "trigger: %v\n", err)
 		return 1
 	}
@@ -153,9 +154,9 @@ func newCrashRig(t *testing.T) *crashRig {
 	return r
 }
 
-func (r *crashRig) options() Options {
-	return Options{Source: "dir:" + r.src, Once: true, Output: r.out,
-		Local: LocalOptions{StepBinary: os.Args[0], Root: env.RepoRoot()}}
+func (r *crashRig) options() trigger.Options {
+	return trigger.Options{Source: "dir:" + r.src, Once: true, Output: r.out,
+		Local: trigger.LocalOptions{StepBinary: os.Args[0], Root: env.RepoRoot()}}
 }
 
 // startTriggerProcess runs the trigger as its own process, holding in

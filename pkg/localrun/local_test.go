@@ -1,4 +1,4 @@
-package trigger
+package localrun
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/trigger"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -72,7 +73,7 @@ func TestPlanLocal(t *testing.T) {
 		}
 	}
 	first := plan()
-	if len(first) != 2 || !first["worker"].Changed || !first["infra"].Changed || first["infra"].Trigger != TriggerMachineConfig {
+	if len(first) != 2 || !first["worker"].Changed || !first["infra"].Changed || first["infra"].Trigger != trigger.TriggerMachineConfig {
 		t.Fatalf("first plan %+v", first)
 	}
 	record(first)
@@ -89,7 +90,7 @@ func TestPlanLocal(t *testing.T) {
 		_ = os.WriteFile(filepath.Join(dir, "machineconfigs.yaml"), []byte(strings.Replace(string(b), from, to, 1)), 0o644)
 	}
 	edit("infra=1", "infra=2")
-	if p := plan(); !p["infra"].Changed || p["worker"].Changed || p["infra"].Trigger != TriggerMachineConfig {
+	if p := plan(); !p["infra"].Changed || p["worker"].Changed || p["infra"].Trigger != trigger.TriggerMachineConfig {
 		t.Fatalf("after an infra edit: %+v", p)
 	}
 	edit("Description=kubelet", "Description=kubelet (edited)")
@@ -102,7 +103,7 @@ func TestPlanLocal(t *testing.T) {
 	edit("infra=2", "infra=3")
 	b, _ = os.ReadFile(filepath.Join(dir, "payload.yaml"))
 	_ = os.WriteFile(filepath.Join(dir, "payload.yaml"), []byte(strings.Replace(string(b), "3333333333", "4444444444", 1)), 0o644)
-	if p := plan(); p["infra"].Trigger != TriggerPayload || p["worker"].Trigger != TriggerPayload {
+	if p := plan(); p["infra"].Trigger != trigger.TriggerPayload || p["worker"].Trigger != trigger.TriggerPayload {
 		t.Fatalf("payload and MC change: payload must win: %+v", p)
 	}
 }

@@ -1,4 +1,4 @@
-package trigger
+package localrun
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/examples"
+	"github.com/kiln-dev/kiln/pkg/trigger"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -33,8 +34,8 @@ func TestRunLocal(t *testing.T) {
 	}
 	src := sampleWithout(t, reg.Host, "pools/infra.yaml", "kmod")
 	out := t.TempDir()
-	o := Options{Source: "dir:" + src, Once: true, Output: out,
-		Local: LocalOptions{Registry: reg.Host, StepBinary: steps, Root: env.RepoRoot(), BootImagePools: []string{"worker"}}}
+	o := trigger.Options{Source: "dir:" + src, Once: true, Output: out,
+		Local: trigger.LocalOptions{Registry: reg.Host, StepBinary: steps, Root: env.RepoRoot(), BootImagePools: []string{"worker"}}}
 
 	var log bytes.Buffer
 	if err := runLocal(context.Background(), o, &log); err != nil {
