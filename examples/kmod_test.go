@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/cmd/cli"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -20,7 +21,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
@@ -56,7 +57,7 @@ func buildAndSignSampleKmods(t *testing.T, e *env.Env, refs []string, dtk, work 
 	// key and reuse only what that key attested.
 	keys := env.CosignKeys(t)
 	identity := step.IdentityOptions{PublicKey: filepath.Join(keys, "cosign.pub")}
-	attest := signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
+	attest := sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
 		PasswordFile: filepath.Join(keys, "cosign.password"), RunID: "examples-kmod"}
 	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
 		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: buildah.Buildah{Env: e.Buildah.Env},
@@ -120,7 +121,7 @@ func TestKmodBuildAndSignFromSample(t *testing.T) {
 	}
 	// infra boots the realtime kernel (60-infra-realtime-kernel): the
 	// module is built for it and placed in its folder, /opt is gone.
-	placed, err := kmod.PlacedModules(img, RTKernelVersion)
+	placed, err := modsign.PlacedModules(img, RTKernelVersion)
 	if want := []string{"/usr/lib/modules/" + RTKernelVersion + "/extra/kiln-hello.ko"}; err != nil || !slices.Equal(placed, want) {
 		t.Fatalf("PlacedModules(%s) = %v, %v; want %v", RTKernelVersion, placed, err, want)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 
 	"github.com/kiln-dev/kiln/cmd/cli"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 
 	ign "github.com/coreos/ignition/v2/config/v3_5"
 	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
@@ -244,7 +245,7 @@ func TestModuleDay0SelectsOnlyInfra(t *testing.T) {
 	// The image the Dockerfile's COPY makes, as far as signing sees it.
 	built := fstest.MapFS{"opt/lib/modules/" + KernelVersion + "/kiln-hello.ko": {Data: []byte("\x7fELF"), Mode: 0o644},
 		"usr/lib/modules/" + KernelVersion + "/modules.builtin": {Mode: 0o644}}
-	files, err := kmod.ExpandFilesToSign(built, md.Spec.OSMapping.Sign.FilesToSign, KernelVersion)
+	files, err := modsign.ExpandFilesToSign(built, md.Spec.OSMapping.Sign.FilesToSign, KernelVersion)
 	if err != nil || len(files) != 1 || files[0] != "/opt/lib/modules/"+KernelVersion+"/kiln-hello.ko" {
 		t.Errorf("filesToSign %v (%v)", files, err)
 	}

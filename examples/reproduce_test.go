@@ -10,6 +10,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/reproduce"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/work"
@@ -40,7 +41,7 @@ func TestSampleImagesReproduce(t *testing.T) {
 			}
 			var log bytes.Buffer
 			sign := &signing.SignOptions{Options: step.Options{Work: ws.Root, ResultsDir: t.TempDir(), Pool: pool},
-				RegistryOptions: reg, Image: rep.Ref, AttestOptions: signing.AttestOptions{RunID: "examples-reproduce",
+				RegistryOptions: reg, Image: rep.Ref, AttestOptions: sign.AttestOptions{RunID: "examples-reproduce",
 					SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
 					PasswordFile:   filepath.Join(keys, "cosign.password")}}
 			if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {

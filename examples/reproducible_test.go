@@ -20,9 +20,10 @@ import (
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
@@ -108,7 +109,7 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 	}
 	opts := step.Options{Work: work, ResultsDir: filepath.Join(work, "kmod-results"), Pool: "infra"}
 	identity := step.IdentityOptions{PublicKey: filepath.Join(keys, "cosign.pub")}
-	attest := signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
+	attest := sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
 		PasswordFile: filepath.Join(keys, "cosign.password"), RunID: "examples-reproducible"}
 	var log bytes.Buffer
 	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
@@ -218,7 +219,7 @@ func checkSampleRebuilds(t *testing.T, run sampleRun) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resigned, err := kmod.Resign(unsigned.Image, pushed, *signed.Inputs)
+	resigned, err := modsign.Resign(unsigned.Image, pushed, *signed.Inputs)
 	if err != nil {
 		t.Fatalf("re-signing: %v", err)
 	}

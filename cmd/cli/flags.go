@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -114,7 +114,7 @@ func bindIdentity(fs *pflag.FlagSet, o *step.IdentityOptions) {
 
 // bindAttest binds the cosign key, password and keyless settings of every
 // stage that signs (image-sign, kmod-build, kmod-sign).
-func bindAttest(fs *pflag.FlagSet, env lookupEnv, o *signing.AttestOptions) {
+func bindAttest(fs *pflag.FlagSet, env lookupEnv, o *sign.AttestOptions) {
 	fs.StringVar(&o.KeyPath, "key", o.KeyPath, "cosign private key file (a mounted Secret; never a flag value)")
 	fs.StringVar(&o.PasswordFile, "key-password-file", o.PasswordFile, "file holding the key password (cosign.password next to cosign.key); when absent, the password is read from the environment variable below")
 	fs.StringVar(&o.PasswordEnv, "key-password-env", o.PasswordEnv, "environment variable holding the key password")

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"flag"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -9,6 +10,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kiln-dev/kiln/pkg/localrun"
+	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 )
 
@@ -46,7 +49,14 @@ reported with its task, step, exit code and the last lines of its log.`,
 			}
 			o.Local.Verbose = *verbose
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(c.ErrOrStderr())))
-			if err := trigger.Run(c.Context(), o); err != nil {
+			var err error
+			if o.Source == step.SourceCluster {
+				err = trigger.Run(c.Context(), o)
+			} else {
+				// Local mode (--source dir:PATH) runs the pipeline here.
+				err = localrun.Run(c.Context(), o, os.Stdout)
+			}
+			if err != nil {
 				return &ranError{err: err}
 			}
 			return nil

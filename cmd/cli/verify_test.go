@@ -17,6 +17,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
@@ -41,8 +42,8 @@ func TestVerifyJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := signing.Sign(context.Background(), registry.Remote{Insecure: []string{reg.Host}},
-		signing.SignInput{Image: signed, Key: kp.PrivateBytes, Password: []byte("pw"), Inputs: in, RunID: "run-1"}); err != nil {
+	if _, err := sign.Sign(context.Background(), registry.Remote{Insecure: []string{reg.Host}},
+		sign.SignInput{Image: signed, Key: kp.PrivateBytes, Password: []byte("pw"), Inputs: in, RunID: "run-1"}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -12,7 +12,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/release"
 	"github.com/kiln-dev/kiln/pkg/release/build"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 )
 
 func main() {
@@ -33,7 +33,7 @@ func run(ctx context.Context, args []string) error {
 	base := fs.String("base", "", "steps base tarball (default: hack/stepsbase.sh's, in the kiln cache)")
 	authFile := fs.String("authfile", "", "registry auth file (default: $REGISTRY_AUTH_FILE, then podman's and docker's)")
 	insecure := fs.String("insecure-registry", "", "comma-separated host[:port] reached over plain HTTP")
-	attest := signing.DefaultAttestOptions()
+	attest := sign.DefaultAttestOptions()
 	attest.KeyPath = ""
 	fs.StringVar(&attest.KeyPath, "key", "", "cosign private key (its password in $COSIGN_PASSWORD or -password-file)")
 	fs.StringVar(&attest.PasswordFile, "password-file", "", "file holding the cosign key's password")

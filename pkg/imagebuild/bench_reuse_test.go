@@ -19,7 +19,7 @@ import (
 const reuseBudget = 100 * time.Millisecond
 
 // BenchmarkReuseDecision measures image-build's no-op decision on a real
-// registry: the fingerprint tag's lookup and signing.Prove (cosign's
+// registry: the fingerprint tag's lookup and sign.Prove (cosign's
 // signature and attestation checks with kiln's key, and the exact
 // comparison of the attested inputs) for an image kiln built and signed.
 // The reference, measured in the same loop, is a bare HEAD of the tag: the

@@ -9,7 +9,7 @@ import (
 
 // stagePackages are the pipeline stages; a library below them must import
 // none. pkg/signing is left out: it still holds the signing library that
-// a build proves reuse with (signing.Prove).
+// a build proves reuse with (sign.Prove).
 var stagePackages = []string{"render", "kmod", "osimage", "rollout", "bootimage", "reproduce", "report"}
 
 // TestBuildLibrariesImportNoStage lists, with `go list -deps`, everything

@@ -21,7 +21,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -257,7 +257,7 @@ func resolve(ctx context.Context, r registry.Remote, in BuildInput) (name.Refere
 }
 
 // reuse looks at the fingerprint tag and reuses what it holds only when
-// signing.Prove passes for that digest: a signature and an attestation
+// sign.Prove passes for that digest: a signature and an attestation
 // from id binding exactly res.Inputs. The tag itself, its labels and its
 // annotations are claims anyone with push access can copy, so they decide
 // nothing; a rejected image is rebuilt and the tag moved to kiln's build.
@@ -274,7 +274,7 @@ func (res *BuildResult) reuse(ctx context.Context, r registry.Remote, tag name.T
 		return false, cerr
 	}
 	image := tag.Context().Digest(desc.Digest.String())
-	switch err := signing.Prove(ctx, r, image, id, res.Inputs); {
+	switch err := sign.Prove(ctx, r, image, id, res.Inputs); {
 	case err == nil:
 		res.Digest, res.Reused, res.Ref = desc.Digest, true, image.String()
 		// The proven inputs name the node rules; kiln signs only an image

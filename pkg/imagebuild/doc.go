@@ -15,7 +15,7 @@
 // build's trust.Inputs (trust.NodeImage: base digest, rendered-config hash,
 // kmod digests, pool, source, builder, build format) name a tag
 // kiln-<Inputs.Fingerprint()>. The tag is only a hint: what it holds is
-// reused, without a push, only when signing.Prove finds a signature and an
+// reused, without a push, only when sign.Prove finds a signature and an
 // attestation of exactly these inputs from kiln's identity; otherwise the
 // image is rebuilt and the tag moved to it. Images are pushed by digest and
 // tagged last, so a failure leaves no tag. A base that is an

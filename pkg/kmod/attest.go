@@ -12,7 +12,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/pkg/work"
@@ -31,12 +31,12 @@ type AttestOptions struct {
 	step.KubeOptions
 	// Rebuild is kmod-build's --rebuild: it picks the same build target.
 	Rebuild bool
-	Attest  signing.AttestOptions
+	Attest  sign.AttestOptions
 }
 
 // DefaultAttestOptions returns kmod-attest's options with their defaults.
 func DefaultAttestOptions() *AttestOptions {
-	return &AttestOptions{Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(), Attest: signing.DefaultAttestOptions()}
+	return &AttestOptions{Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(), Attest: sign.DefaultAttestOptions()}
 }
 
 // Validate reports every bad flag at once.

@@ -14,7 +14,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
@@ -88,7 +88,7 @@ func TestKmodAttestSignsOnlyWhatThisModuleDay0Built(t *testing.T) {
 			o := &kmod.AttestOptions{
 				Options:     step.Options{Work: work, ResultsDir: t.TempDir(), Pool: "worker"},
 				KubeOptions: step.KubeOptions{Source: "dir:" + t.TempDir()},
-				Attest:      signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(t.TempDir(), "absent.key")}},
+				Attest:      sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(t.TempDir(), "absent.key")}},
 			}
 			var out bytes.Buffer
 			err := o.Run(t.Context(), step.Streams{Out: &out, Err: &out})

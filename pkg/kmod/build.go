@@ -20,7 +20,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/pkg/work"
@@ -272,12 +272,12 @@ func (o *BuildOptions) targetKernel(ctx context.Context, r registry.Remote, pl P
 
 // attest signs the pushed image and attests its inputs with kiln's cosign
 // identity: the proof a later run needs to reuse it.
-func attest(ctx context.Context, r registry.Remote, o signing.AttestOptions, image string, in trust.Inputs, p *step.Progress) error {
+func attest(ctx context.Context, r registry.Remote, o sign.AttestOptions, image string, in trust.Inputs, p *step.Progress) error {
 	si, err := o.Input(image, in)
 	if err != nil {
 		return err
 	}
-	res, err := signing.Sign(ctx, r, si)
+	res, err := sign.Sign(ctx, r, si)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
@@ -136,8 +136,8 @@ func (f *fixture) identity() step.IdentityOptions {
 	return step.IdentityOptions{PublicKey: filepath.Join(f.cosign, "cosign.pub")}
 }
 
-func (f *fixture) attest() signing.AttestOptions {
-	return signing.AttestOptions{
+func (f *fixture) attest() sign.AttestOptions {
+	return sign.AttestOptions{
 		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(f.cosign, "cosign.key"), PasswordEnv: "KILN_TEST_UNSET_PASSWORD"},
 		PasswordFile:   filepath.Join(f.cosign, "cosign.password"), RunID: "kmod-test",
 	}

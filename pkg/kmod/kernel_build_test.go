@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -80,7 +80,7 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 	}
 	root := extractRoot(t, signed)
 	wantBooted(t, root, rt, map[string]string{"kiln-hello": "kiln day-0 signer"})
-	placed, err := kmod.PlacedModules(signed, rt)
+	placed, err := modsign.PlacedModules(signed, rt)
 	if diff := cmp.Diff([]string{"/usr/lib/modules/" + rt + "/extra/kiln-hello.ko"}, placed); err != nil || diff != "" {
 		t.Errorf("PlacedModules(%s) (-want +got), %v:\n%s", rt, err, diff)
 	}
@@ -91,7 +91,7 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 	if rep.Kernel != rt || rep.Placement == nil {
 		t.Fatalf("sign report kernel %q placement %v, want kernel %s and a placement", rep.Kernel, rep.Placement, rt)
 	}
-	wantMoves := []kmod.Move{{From: "/opt/lib/modules/" + rt + "/kiln-hello.ko", To: "/usr/lib/modules/" + rt + "/extra/kiln-hello.ko", Signed: true}}
+	wantMoves := []modsign.Move{{From: "/opt/lib/modules/" + rt + "/kiln-hello.ko", To: "/usr/lib/modules/" + rt + "/extra/kiln-hello.ko", Signed: true}}
 	if diff := cmp.Diff(wantMoves, rep.Placement.Modules); diff != "" {
 		t.Errorf("sign report placement (-want +got):\n%s", diff)
 	}

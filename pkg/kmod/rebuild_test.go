@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/pkg/buildah"
-	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
@@ -54,7 +54,7 @@ func TestRebuildUnsignedAndResignGiveThePushedDigests(t *testing.T) {
 	if d := built.Inputs.Diff(unsigned.Inputs); d != "" {
 		t.Errorf("rebuild inputs differ: %s", d)
 	}
-	resigned, err := kmod.Resign(unsigned.Image, pull(t, signed.Image), *signed.Inputs)
+	resigned, err := modsign.Resign(unsigned.Image, pull(t, signed.Image), *signed.Inputs)
 	if err != nil {
 		t.Fatal(err)
 	}

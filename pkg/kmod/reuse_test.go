@@ -12,9 +12,9 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -187,7 +187,7 @@ func wantSigners(t *testing.T, f *fixture, cn string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, _, err := kmod.LoadKeyPair(certPEM, mustRead(t, f.keyFile))
+	cert, _, err := modsign.LoadKeyPair(certPEM, mustRead(t, f.keyFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func wantSigners(t *testing.T, f *fixture, cn string) {
 		if got := modinfoSig(t, ko)["signer"]; got != cn {
 			t.Errorf("modinfo -F signer %s in %s = %q, want %q", p, f.image(t), got, cn)
 		}
-		if err := kmod.SignedBy(b, cert); err != nil {
+		if err := modsign.SignedBy(b, cert); err != nil {
 			t.Errorf("%s in %s: %v", p, f.image(t), err)
 		}
 	}
@@ -274,7 +274,7 @@ func attest(t *testing.T, f *fixture, image string, rep work.KmodReport) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := signing.Sign(t.Context(), registry.Remote{Insecure: []string{f.reg.Host}}, in); err != nil {
+	if _, err := sign.Sign(t.Context(), registry.Remote{Insecure: []string{f.reg.Host}}, in); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,7 +3,6 @@ package kmod
 import (
 	"bytes"
 	"context"
-	"crypto"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -15,8 +14,9 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/pkg/work"
@@ -37,7 +37,7 @@ type SignOptions struct {
 	Rebuild bool
 	// Identity proves reuse; Attest signs and attests what is pushed.
 	Identity step.IdentityOptions
-	Attest   signing.AttestOptions
+	Attest   sign.AttestOptions
 }
 
 // Defaults of kmod-sign: where its Task mounts sign.certSecret and
@@ -48,22 +48,19 @@ const (
 	DefaultHash       = "sha256"
 )
 
-// moduleHashes are the module signature hashes --hash accepts.
-var moduleHashes = map[string]crypto.Hash{"sha256": crypto.SHA256, "sha384": crypto.SHA384, "sha512": crypto.SHA512}
-
 // DefaultSignOptions returns kmod-sign's options with their defaults.
 func DefaultSignOptions() *SignOptions {
 	return &SignOptions{
 		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
 		CertFile: DefaultModuleCert, KeyFile: DefaultModuleKey, Hash: DefaultHash,
-		Identity: step.DefaultIdentityOptions(), Attest: signing.DefaultAttestOptions(),
+		Identity: step.DefaultIdentityOptions(), Attest: sign.DefaultAttestOptions(),
 	}
 }
 
 // Validate reports every bad flag at once.
 func (o *SignOptions) Validate() error {
 	var hash error
-	if _, ok := moduleHashes[o.Hash]; !ok {
+	if _, ok := modsign.Hashes[o.Hash]; !ok {
 		hash = fmt.Errorf("--hash %q: want sha256, sha384 or sha512", o.Hash)
 	}
 	return exitcode.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(), o.Attest.Validate(), hash)
@@ -114,12 +111,12 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		// every filesToSign module in it signed by the current
 		// certificate. An unsigned image pushed to the tag, or modules
 		// signed with a rotated-out key, are signed again.
-		if reuse, err = o.reusable(ctx, r, md, sin, signer.cert); err != nil {
+		if reuse, err = o.reusable(ctx, r, md, sin, signer.Certificate()); err != nil {
 			return err
 		}
 		if reuse.Proven {
 			p.Printf("ModuleDay0 %s/%s: containerImage %s is %s, attested for these inputs, its %d module(s) signed by %q; nothing to sign",
-				md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, reuse.Digest, len(reuse.Signed), signer.cert.Subject.CommonName)
+				md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, reuse.Digest, len(reuse.Signed), signer.Certificate().Subject.CommonName)
 			rep := work.KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: sin.kernel, Signed: reuse.Signed, Inputs: &sin.inputs, Reused: true}
 			return writeKmodResults(o.Options, ws, work.KmodSignFile, rep)
 		}
@@ -131,14 +128,14 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	in.Signer = signer
 	p.Printf("signing %v in %s for ModuleDay0 %s/%s", md.Spec.OSMapping.Sign.FilesToSign, sin.source, md.Namespace, md.Name)
-	res, err := SignImage(ctx, in)
+	res, err := modsign.SignImage(ctx, in)
 	if err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
 	for _, f := range res.Signed {
 		p.Printf("signed %s (kernel %s)", f, res.KernelFullVersion)
 	}
-	for _, m := range append(append([]Move(nil), res.Placement.Modules...), res.Placement.Firmware...) {
+	for _, m := range append(append([]modsign.Move(nil), res.Placement.Modules...), res.Placement.Firmware...) {
 		p.Printf("placed %s at %s", m.From, m.To)
 	}
 	p.Printf("depmod %s wrote %d file(s)", res.KernelFullVersion, len(res.Placement.Depmod))
@@ -163,7 +160,7 @@ type signInputs struct {
 
 // inputs resolves the unsigned image to its digest once: that digest is
 // signed and attested, whatever its tag holds later.
-func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, src string, s *Signer) (signInputs, error) {
+func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, src string, s *modsign.Signer) (signInputs, error) {
 	wrap := func(err error) error {
 		return fmt.Errorf("ModuleDay0 %s/%s: reading the unsigned image %s: %w", md.Namespace, md.Name, src, err)
 	}
@@ -175,11 +172,11 @@ func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1be
 	if err != nil {
 		return signInputs{}, wrap(registry.Classify(err, "reading", d.String()))
 	}
-	kver, err := ModuleKernel(img)
+	kver, err := modsign.ModuleKernel(img)
 	if err != nil {
 		return signInputs{}, wrap(err)
 	}
-	certHash, serial := CertID(s.cert)
+	certHash, serial := modsign.CertID(s.Certificate())
 	in, err := trust.KmodSign{
 		Module: md.Namespace + "/" + md.Name, Target: md.Spec.OSMapping.ContainerImage, Unsigned: d.String(),
 		CertHash: certHash, CertSerial: serial, Hash: o.Hash, FilesToSign: md.Spec.OSMapping.Sign.FilesToSign, KernelVersion: kver,
@@ -213,7 +210,7 @@ func (o *SignOptions) reusable(ctx context.Context, r registry.Remote, md *kmmv1
 	if err != nil {
 		return Reuse{}, registry.Classify(err, "reading", u.Image)
 	}
-	signed, err := CheckModuleSigners(img, md.Spec.OSMapping.Sign.FilesToSign, sin.kernel, cert)
+	signed, err := modsign.CheckModuleSigners(img, md.Spec.OSMapping.Sign.FilesToSign, sin.kernel, cert)
 	if err != nil {
 		u.Proven, u.Rejected = false, fmt.Sprintf("%s holds %s, attested by kiln, but its %v", target, u.Digest, err)
 		return u, nil
@@ -222,8 +219,8 @@ func (o *SignOptions) reusable(ctx context.Context, r registry.Remote, md *kmmv1
 	return u, nil
 }
 
-func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
-	h, ok := moduleHashes[o.Hash]
+func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*modsign.Signer, error) {
+	h, ok := modsign.Hashes[o.Hash]
 	if !ok {
 		return nil, &exitcode.UsageError{Err: fmt.Errorf("--hash %q: want sha256, sha384 or sha512", o.Hash)}
 	}
@@ -236,11 +233,11 @@ func (o *SignOptions) signer(md *kmmv1beta1.ModuleDay0) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ModuleDay0 %s/%s: reading spec.osMapping.sign.keySecret %q: %w", md.Namespace, md.Name, sign.KeySecret.Name, err)
 	}
-	cert, key, err := LoadKeyPair(certData, keyData)
+	cert, key, err := modsign.LoadKeyPair(certData, keyData)
 	if err != nil {
 		return nil, fmt.Errorf("ModuleDay0 %s/%s: Secrets %q/%q: %w", md.Namespace, md.Name, sign.CertSecret.Name, sign.KeySecret.Name, err)
 	}
-	signer, err := NewSigner(cert, key, h)
+	signer, err := modsign.NewSigner(cert, key, h)
 	if err != nil {
 		return nil, fmt.Errorf("ModuleDay0 %s/%s: Secrets %q/%q: %w", md.Namespace, md.Name, sign.CertSecret.Name, sign.KeySecret.Name, err)
 	}
@@ -266,16 +263,16 @@ func (o *SignOptions) source(ws work.Workspace, md *kmmv1beta1.ModuleDay0) (stri
 	return "", fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.sign.unsignedImage is empty and kmod-build did not run", md.Namespace, md.Name)
 }
 
-func signInput(ctx context.Context, r registry.Remote, src string, md *kmmv1beta1.ModuleDay0) (SignImageInput, error) {
+func signInput(ctx context.Context, r registry.Remote, src string, md *kmmv1beta1.ModuleDay0) (modsign.SignImageInput, error) {
 	srcRef, err := r.ParseRef(src)
 	if err != nil {
-		return SignImageInput{}, err
+		return modsign.SignImageInput{}, err
 	}
 	dstRef, err := r.ParseRef(md.Spec.OSMapping.ContainerImage)
 	if err != nil {
-		return SignImageInput{}, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage: %w", md.Namespace, md.Name, err)
+		return modsign.SignImageInput{}, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage: %w", md.Namespace, md.Name, err)
 	}
-	return SignImageInput{Source: srcRef, Target: dstRef, FilesToSign: md.Spec.OSMapping.Sign.FilesToSign, Remote: r}, nil
+	return modsign.SignImageInput{Source: srcRef, Target: dstRef, FilesToSign: md.Spec.OSMapping.Sign.FilesToSign, Remote: r}, nil
 }
 
 // ReadModuleDay0 reads the ModuleDay0 render left in the workspace.

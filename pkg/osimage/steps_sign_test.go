@@ -18,6 +18,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/registry"
+	signlib "github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -62,7 +63,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	keyDir := t.TempDir()
 	os.WriteFile(filepath.Join(keyDir, "cosign.key"), keys.Priv, 0o600)
 	os.WriteFile(filepath.Join(keyDir, "cosign.password"), append(keys.Pass, '\n'), 0o600)
-	sign := &signing.SignOptions{Options: common, RegistryOptions: reg1, Image: image, AttestOptions: signing.AttestOptions{RunID: "run-1",
+	sign := &signing.SignOptions{Options: common, RegistryOptions: reg1, Image: image, AttestOptions: signlib.AttestOptions{RunID: "run-1",
 		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keyDir, "cosign.key"), PasswordEnv: "KILN_UNSET_PW"}, PasswordFile: filepath.Join(keyDir, "cosign.password")}}
 	if err := sign.Run(ctx, streams); err != nil {
 		t.Fatal(err)
@@ -72,7 +73,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	}
 	scanForSecrets(t, out.String(), keys, work, results)
 
-	verify := &signing.VerifyOptions{Options: common, RegistryOptions: reg1, Image: image, IdentityOptions: step.IdentityOptions{PublicKey: keys.PubPath}, NodeKeyPath: signing.DefaultNodeKeyPath}
+	verify := &signing.VerifyOptions{Options: common, RegistryOptions: reg1, Image: image, IdentityOptions: step.IdentityOptions{PublicKey: keys.PubPath}, NodeKeyPath: signlib.DefaultNodeKeyPath}
 	if err := verify.Run(ctx, streams); err != nil {
 		t.Fatalf("verify: %v\n%s", err, out.String())
 	}
@@ -141,14 +142,14 @@ func scanForSecrets(t *testing.T, output string, keys imagetest.CosignKey, dirs 
 // requires.
 func checkNodeLintAttested(t *testing.T, r registry.Remote, image, pubPath string) {
 	t.Helper()
-	v, err := signing.LoadVerifier(pubPath)
+	v, err := signlib.LoadVerifier(pubPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := signing.RequireNodeLint(context.Background(), r, image, v); err != nil {
+	if err := signlib.RequireNodeLint(context.Background(), r, image, v); err != nil {
 		t.Errorf("rollout's node check requirement: %v", err)
 	}
-	sts, err := signing.VerifiedStatements(context.Background(), r, image, v)
+	sts, err := signlib.VerifiedStatements(context.Background(), r, image, v)
 	if err != nil || len(sts) != 1 {
 		t.Fatalf("statements %d, %v", len(sts), err)
 	}

@@ -14,7 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	signlib "github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -41,10 +41,10 @@ type Pushed struct {
 	Attestation string `json:"attestation"`
 }
 
-// Signer turns an image and its build inputs into what signing.Sign needs:
-// signing.AttestOptions.Input, which reads the cosign key or sets up
+// Signer turns an image and its build inputs into what signlib.Sign needs:
+// signlib.AttestOptions.Input, which reads the cosign key or sets up
 // keyless signing as every kiln step does.
-type Signer func(image string, in trust.Inputs) (signing.SignInput, error)
+type Signer func(image string, in trust.Inputs) (signlib.SignInput, error)
 
 // Source is what the provenance says the images were built from.
 type Source struct {
@@ -121,7 +121,7 @@ func Publish(ctx context.Context, r registry.Remote, repo, tag string, p Platfor
 	}
 	out := &Published{Tag: tag}
 	todo := []job{{TriggerName, imgs.Trigger, nil, &out.Trigger}, {StepsName, imgs.Steps, &base, &out.Steps}}
-	inputs := make([]signing.SignInput, len(todo))
+	inputs := make([]signlib.SignInput, len(todo))
 	for i, x := range todo {
 		d, err := x.img.Digest()
 		if err != nil {
@@ -144,7 +144,7 @@ func Publish(ctx context.Context, r registry.Remote, repo, tag string, p Platfor
 		}
 	}
 	for i, x := range todo {
-		res, err := signing.Sign(ctx, r, inputs[i])
+		res, err := signlib.Sign(ctx, r, inputs[i])
 		if err != nil {
 			return nil, fmt.Errorf("signing %s: %w", x.out.Image, err)
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/release"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
@@ -47,7 +47,7 @@ func startRegistry(t *testing.T) (string, registry.Remote) {
 }
 
 func signer(keys string) release.Signer {
-	o := signing.DefaultAttestOptions()
+	o := sign.DefaultAttestOptions()
 	o.SigningOptions = step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")}
 	o.PasswordFile = filepath.Join(keys, "cosign.password")
 	return o.Input
@@ -66,7 +66,7 @@ func TestPublishPushesSignsAndAttestsBothImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := signing.LoadVerifier(filepath.Join(keys, "cosign.pub"))
+	v, err := sign.LoadVerifier(filepath.Join(keys, "cosign.pub"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +91,10 @@ func TestPublishPushesSignsAndAttestsBothImages(t *testing.T) {
 		} else if got.Digest != d {
 			t.Errorf("%s is %s, want %s", ref, got.Digest, d)
 		}
-		if err := signing.CosignVerify(t.Context(), r, x.pushed.Image, v); err != nil {
+		if err := sign.CosignVerify(t.Context(), r, x.pushed.Image, v); err != nil {
 			t.Errorf("verifying %s: %v", x.pushed.Image, err)
 		}
-		sts, err := signing.VerifiedStatements(t.Context(), r, x.pushed.Image, v)
+		sts, err := sign.VerifiedStatements(t.Context(), r, x.pushed.Image, v)
 		if err != nil || len(sts) != 1 {
 			t.Fatalf("provenance of %s: %d statements, %v", x.pushed.Image, len(sts), err)
 		}

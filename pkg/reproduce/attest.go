@@ -13,7 +13,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -40,7 +40,7 @@ type Attested struct {
 // (exit 3); a registry that cannot be reached or refuses the
 // credentials is a failure, never a refusal.
 func attested(ctx context.Context, r registry.Remote, image name.Digest, id trust.Identity) (*Attested, error) {
-	sts, err := signing.Statements(ctx, r, image, id)
+	sts, err := sign.Statements(ctx, r, image, id)
 	if exitcode.IsFault(err) {
 		// No answer about the image (unreachable, credentials, 5xx,
 		// missing image): a failure, never a refusal.

@@ -9,8 +9,8 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
-	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
+	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -51,5 +51,5 @@ func rebuildKmodBuild(ctx context.Context, r registry.Remote, bb buildah.Buildah
 // resignKmod applies signed's module signatures, after checking them, to
 // unsigned: the signed image rebuilt without the private key.
 func resignKmod(unsigned, signed v1.Image, in trust.Inputs) (*rebuiltImage, error) {
-	return kmod.Resign(unsigned, signed, in)
+	return modsign.Resign(unsigned, signed, in)
 }

@@ -29,7 +29,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/reproduce"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
@@ -125,7 +125,7 @@ func (s *site) sign(t *testing.T, image string, in trust.Inputs) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := signing.Sign(context.Background(), s.r, signing.SignInput{Image: image, Inputs: in, RunID: "run-1",
+	if _, err := sign.Sign(context.Background(), s.r, sign.SignInput{Image: image, Inputs: in, RunID: "run-1",
 		Key: key, Password: []byte(env.CosignPassword)}); err != nil {
 		t.Fatalf("signing %s: %v", image, err)
 	}

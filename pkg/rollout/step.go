@@ -19,7 +19,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/safepath"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/work"
 )
@@ -108,7 +108,7 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	var res Result
 	if err = checkAgreement(o.Workspace(), o.Pool, o.Image); err != nil {
 		res = Result{State: StateRefused}
-	} else if _, kerr := signing.LoadVerifier(o.PolicyKey); kerr != nil {
+	} else if _, kerr := sign.LoadVerifier(o.PolicyKey); kerr != nil {
 		// Without the key the policy check cannot run: a bad
 		// --public-key (exit 2), not a refused image.
 		res, err = Result{State: StateRefused}, exitcode.UsageErrorf("--public-key %s: %w", o.PolicyKey, kerr)
@@ -245,7 +245,7 @@ func (p PolicyVerifier) Verify(ctx context.Context, image string) error {
 	if err != nil {
 		return err
 	}
-	_, err = signing.VerifyPolicy(ctx, signing.PolicyInput{
+	_, err = sign.VerifyPolicy(ctx, sign.PolicyInput{
 		Image: image, KeyPath: p.KeyPath, AuthFile: p.Remote.AuthFile, RegistriesDir: p.RegistriesDir,
 		Insecure: slices.Contains(p.Remote.Insecure, ref.Context().RegistryStr()), OutDir: p.OutDir,
 	})
@@ -254,9 +254,9 @@ func (p PolicyVerifier) Verify(ctx context.Context, image string) error {
 	}
 	// A node reboots into the image: it must have passed the node import
 	// check, as attested from the same key.
-	v, err := signing.LoadVerifier(p.KeyPath)
+	v, err := sign.LoadVerifier(p.KeyPath)
 	if err != nil {
 		return err
 	}
-	return signing.RequireNodeLint(ctx, p.Remote, image, v)
+	return sign.RequireNodeLint(ctx, p.Remote, image, v)
 }

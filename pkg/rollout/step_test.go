@@ -22,7 +22,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/rollout"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
@@ -63,7 +63,7 @@ func TestRolloutStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := signing.Sign(t.Context(), r, signing.SignInput{Image: image, Key: keys.PrivateBytes, Password: []byte("pw"), Inputs: inputs}); err != nil {
+		if _, err := sign.Sign(t.Context(), r, sign.SignInput{Image: image, Key: keys.PrivateBytes, Password: []byte("pw"), Inputs: inputs}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
@@ -64,7 +65,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	t.Setenv("KILN_TEST_SIGN_PW", "pw")
 	var out bytes.Buffer
 	o := &SignOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"}, RegistryOptions: registry.RegistryOptions{Insecure: []string{reg.Host}},
-		AttestOptions: AttestOptions{SigningOptions: step.SigningOptions{KeyPath: keyPath, PasswordEnv: "KILN_TEST_SIGN_PW"}, RunID: "run-1"},
+		AttestOptions: sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: keyPath, PasswordEnv: "KILN_TEST_SIGN_PW"}, RunID: "run-1"},
 		Image:         image, Predict: mcrender.PredictFromWorkspace}
 	if err := o.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
@@ -77,11 +78,11 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	if err != nil || !ok || rec.Name != want.Config.Name || rec.Image != image || rec.Hash != want.Hash {
 		t.Errorf("image/prediction.json %+v (%v %v)", rec, ok, err)
 	}
-	v, err := LoadVerifier(keys.pubPath)
+	v, err := sign.LoadVerifier(keys.pubPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stmts, err := VerifiedStatements(ctx, registry.Remote{Insecure: []string{reg.Host}}, image, v)
+	stmts, err := sign.VerifiedStatements(ctx, registry.Remote{Insecure: []string{reg.Host}}, image, v)
 	if err != nil || len(stmts) != 1 {
 		t.Fatalf("attestations: %d, %v", len(stmts), err)
 	}

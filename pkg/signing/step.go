@@ -12,6 +12,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/pkg/work"
@@ -26,7 +27,7 @@ type SignOptions struct {
 	// PasswordFile, when it exists, holds the key password (the same
 	// Secret as the key); otherwise the --key-password-env variable is
 	// used. Keyless selects Fulcio/Rekor signing instead of --key.
-	AttestOptions
+	sign.AttestOptions
 	// Image is the image by digest: image-build's IMAGE_URL@IMAGE_DIGEST.
 	Image string
 	// Predict, when set, predicts the pool's next rendered name for the
@@ -36,7 +37,7 @@ type SignOptions struct {
 
 // DefaultSignOptions returns image-sign's options with their defaults.
 func DefaultSignOptions() *SignOptions {
-	return &SignOptions{Options: step.DefaultOptions(), AttestOptions: DefaultAttestOptions()}
+	return &SignOptions{Options: step.DefaultOptions(), AttestOptions: sign.DefaultAttestOptions()}
 }
 
 // Validate reports every bad flag at once, before any registry is asked.
@@ -65,7 +66,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		// Fail closed: never attest one image with another build's inputs.
 		return fmt.Errorf("signing %s: work/image/build.json describes %s; refusing to attest inputs of another image", o.Image, rec.Ref)
 	}
-	in := SignInput{Image: o.Image, Inputs: rec.Inputs, RunID: o.RunID}
+	in := sign.SignInput{Image: o.Image, Inputs: rec.Inputs, RunID: o.RunID}
 	lint, err := nodeLintByproduct(rec)
 	if err != nil {
 		return fmt.Errorf("signing %s: %w", o.Image, err)
@@ -81,7 +82,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		in.Byproducts = append(in.Byproducts, *lint)
 	}
 	if o.Keyless {
-		in.Keyless = &KeylessOptions{FulcioURL: o.FulcioURL, RekorURL: o.RekorURL, IDTokenPath: o.IDTokenPath}
+		in.Keyless = &sign.KeylessOptions{FulcioURL: o.FulcioURL, RekorURL: o.RekorURL, IDTokenPath: o.IDTokenPath}
 	} else {
 		key, err := os.ReadFile(o.KeyPath)
 		if err != nil {
@@ -98,7 +99,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	p := step.NewProgress(s.Out, work.StageImageSign)
 	p.Printf("signing %s and attesting its provenance (run %q)", o.Image, o.RunID)
-	res, err := Sign(ctx, r, in)
+	res, err := sign.Sign(ctx, r, in)
 	if err != nil {
 		return err
 	}
@@ -165,7 +166,7 @@ type VerifyOptions struct {
 
 // DefaultVerifyOptions returns verify's options with their defaults.
 func DefaultVerifyOptions() *VerifyOptions {
-	return &VerifyOptions{Options: step.DefaultOptions(), IdentityOptions: step.DefaultIdentityOptions(), NodeKeyPath: DefaultNodeKeyPath}
+	return &VerifyOptions{Options: step.DefaultOptions(), IdentityOptions: step.DefaultIdentityOptions(), NodeKeyPath: sign.DefaultNodeKeyPath}
 }
 
 // Validate reports every bad flag at once. A tag is refused here, before
@@ -194,7 +195,7 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 	// A key that cannot be read would be rejected by containers/image
 	// while it evaluates the policy, which reads as a refusal of the
 	// image; it is a bad --public-key.
-	if _, err := LoadVerifier(o.PublicKey); err != nil {
+	if _, err := sign.LoadVerifier(o.PublicKey); err != nil {
 		return exitcode.UsageErrorf("--public-key %s: %w", o.PublicKey, err)
 	}
 	ref, err := r.ParseRef(o.Image)
@@ -202,7 +203,7 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	p := step.NewProgress(s.Out, work.StageVerify)
-	files, verr := VerifyPolicy(ctx, PolicyInput{
+	files, verr := sign.VerifyPolicy(ctx, sign.PolicyInput{
 		Image: o.Image, KeyPath: o.PublicKey, NodeKeyPath: o.NodeKeyPath, AuthFile: r.AuthFile,
 		Insecure: o.IsInsecure(ref.Context().RegistryStr()), RegistriesDir: o.ConfigDir, OutDir: dir,
 	})
@@ -218,7 +219,7 @@ func (o *VerifyOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	switch {
-	case errors.Is(verr, ErrPolicy):
+	case errors.Is(verr, sign.ErrPolicy):
 		return exitcode.Refused(verr)
 	case verr != nil:
 		// The registry did not answer (VerifyPolicy's faultOf): no

@@ -1,6 +1,9 @@
 package signing
 
-import "github.com/kiln-dev/kiln/pkg/termsafe"
+import (
+	"github.com/kiln-dev/kiln/pkg/sign"
+	"github.com/kiln-dev/kiln/pkg/termsafe"
+)
 
 // VerifyResult is what `kiln-steps verify -o json` prints: the image, the
 // decision, the node policy files written and, for a refusal, why.
@@ -25,7 +28,7 @@ func (o *VerifyOptions) Result() any {
 	return o.result
 }
 
-func newVerifyResult(image string, files *PolicyFiles, verr error) *VerifyResult {
+func newVerifyResult(image string, files *sign.PolicyFiles, verr error) *VerifyResult {
 	r := &VerifyResult{Image: image, Verified: verr == nil}
 	if files != nil {
 		r.Policy, r.Registries = files.Policy, files.Registries

@@ -226,3 +226,11 @@ func nameList(names []string) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:namesShown], ", "), len(names)-namesShown)
 }
+
+// orDash shows an empty value as "-" in a table.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -38,7 +38,7 @@
 // custom-build object and kiln does through the opt-in label. Pools may
 // carry kiln.dev/wave=N: a pool starts a run only when every enabled pool
 // of a lower wave has a succeeded run on the same payload. Both labels are
-// read by poolLabels in cluster and directory mode alike: a value other than
+// read by PoolLabels in cluster and directory mode alike: a value other than
 // "true"/"false", or a wave that is not a non-negative integer, is an
 // InvalidInputs error naming the pool and the label, and nothing is done
 // for that pool (no run, no revert).

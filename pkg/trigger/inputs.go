@@ -127,7 +127,7 @@ func (c *Controller) loadInputs(ctx context.Context, pool *mcfgv1.MachineConfigP
 	for i := range mods.Items {
 		modules[i] = &mods.Items[i]
 	}
-	w.inputs, err = gatherInputs(ctx, pool, all, modules, w.facts, c.Resolve)
+	w.inputs, err = GatherInputs(ctx, pool, all, modules, w.facts, c.Resolve)
 	if err != nil {
 		return err
 	}
@@ -139,9 +139,9 @@ func (c *Controller) loadInputs(ctx context.Context, pool *mcfgv1.MachineConfigP
 	return nil
 }
 
-// gatherInputs is what cluster and local mode share: from the objects
+// GatherInputs is what cluster and local mode share: from the objects
 // read, one pool's inputs (PipelineVersion left to the caller).
-func gatherInputs(ctx context.Context, pool *mcfgv1.MachineConfigPool, mcs []*mcfgv1.MachineConfig, mods []*kmmv1beta1.ModuleDay0,
+func GatherInputs(ctx context.Context, pool *mcfgv1.MachineConfigPool, mcs []*mcfgv1.MachineConfig, mods []*kmmv1beta1.ModuleDay0,
 	facts payload.Facts, resolve func(context.Context, string) (string, error)) (Inputs, error) {
 	sel, err := mcrender.Select(pool, mcs)
 	if err != nil {
@@ -255,12 +255,12 @@ func waveOf(p *mcfgv1.MachineConfigPool) (int, bool, error) {
 	return n, ok, nil
 }
 
-// poolLabels validates and reads a pool's kiln.dev labels, the one check
+// PoolLabels validates and reads a pool's kiln.dev labels, the one check
 // cluster mode (syncPool) and directory mode (PlanLocal) both run: a value
 // neither "true" nor "false" for kiln.dev/enabled, or a kiln.dev/wave that
 // is no non-negative integer, is an error naming the pool and the label,
 // and the pool gets no run (and no revert).
-func poolLabels(p *mcfgv1.MachineConfigPool) (enabled bool, wave int, err error) {
+func PoolLabels(p *mcfgv1.MachineConfigPool) (enabled bool, wave int, err error) {
 	enabled, _, err = manifests.BoolLabel("MachineConfigPool", p, LabelEnabled)
 	if err != nil {
 		return false, 0, fail(ReasonInputs, err)

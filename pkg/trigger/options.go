@@ -40,6 +40,30 @@ type Options struct {
 	Local LocalOptions
 }
 
+// LocalOptions are local mode's own settings (kiln-trigger's flags, cmd/cli).
+type LocalOptions struct {
+	// Registry receives the images; empty starts an embedded registry
+	// (go-containerregistry's, blobs on disk under the output folder).
+	Registry string
+	// Key is a folder with cosign.key, cosign.pub and cosign.password
+	// (the deprecated --key-dir); empty means Keys' cosign/ folder.
+	Key string
+	// Keys is the folder where keys are kept and reused (--keys-dir):
+	// cosign/, kmod-cert/ and kmod-key/, each generated when missing;
+	// empty means keys/ under the output folder. A folder outside it lets runs
+	// from an empty output folder sign with the same keys, as a cluster's
+	// Secrets would: the kmod image holds signed modules, so the same key
+	// is what makes those runs give the same digests.
+	Keys string
+	// StepBinary is kiln-steps; Root holds pipelines/ and tasks/.
+	StepBinary, Root string
+	// BootImagePools end their run with the bootimages stage.
+	BootImagePools []string
+	// Verbose passes the trigger's --verbose on to every step (as
+	// KILN_VERBOSE=true).
+	Verbose bool
+}
+
 // Defaults of the trigger's options.
 const (
 	DefaultNamespace   = "kiln"

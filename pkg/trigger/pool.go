@@ -50,7 +50,7 @@ func (c *Controller) reconcilePool(ctx context.Context, req reconcile.Request) (
 }
 
 func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPool) error {
-	enabled, _, err := poolLabels(pool)
+	enabled, _, err := PoolLabels(pool)
 	if err != nil {
 		return err
 	}

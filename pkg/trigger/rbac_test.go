@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/moduleday0"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/test/install"
 )
@@ -47,7 +47,7 @@ func TestTriggerRBAC(t *testing.T) {
 	}()
 
 	managed := machineConfig("50-infra-kmods", "infra", "k=1")
-	managed.Labels[kmod.KMMManagedLabel] = "true"
+	managed.Labels[moduleday0.KMMManagedLabel] = "true"
 	managed.Spec.OSImageURL = "registry.example/kmods@sha256:" + fpA + fpA
 	h.create(pool("worker", true), pool("infra", true), machineConfig("00-worker", "worker", "a=1"), managed)
 	mgr, err := NewManager(proxy.Config(), Options{Namespace: ns, MetricsAddr: "0", ProbeAddr: "0", LeaderElect: true,
@@ -85,7 +85,7 @@ func TestTriggerRBAC(t *testing.T) {
 	h.update(&mcfgv1.MachineConfigPool{}, "infra", "", func(o client.Object) { o.SetLabels(nil) })
 	h.update(&mcfgv1.MachineConfig{}, managed.Name, "", func(o client.Object) {
 		l := o.GetLabels()
-		delete(l, kmod.KMMManagedLabel)
+		delete(l, moduleday0.KMMManagedLabel)
 		o.SetLabels(l)
 	})
 	eventually(t, wait, "the revert and the ModuleDay0's deletion", func() bool {

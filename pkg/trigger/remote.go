@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/moduleday0"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
@@ -74,5 +74,5 @@ func (c *Controller) kmodImageExists(ctx context.Context, ref string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	return kmod.RemoteExists(r)(ctx, ref)
+	return moduleday0.RemoteExists(r)(ctx, ref)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,18 +18,19 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kiln-dev/kiln/pkg/apis"
-	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/moduleday0"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
-// Run starts the trigger.
+// Run starts the trigger in cluster mode. Local mode (--source dir:PATH)
+// is pkg/localrun's Run, which cmd/ calls instead.
 func Run(ctx context.Context, o Options) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	if o.Source != "cluster" {
-		return runLocal(ctx, o, os.Stdout)
+		return fmt.Errorf("--source %s: local mode runs through pkg/localrun, not the cluster trigger", o.Source)
 	}
 	// The logger is the command line's (cmd/cli: --zap-* flags).
 	cfg, err := step.LoadRESTConfig(o.Kubeconfig, o.Context)
@@ -88,7 +88,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := c.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the trigger: %w", err)
 	}
-	sync := &kmod.Sync{
+	sync := &moduleday0.Sync{
 		Client: mgr.GetClient(), Namespace: o.Namespace,
 		Recorder: SafeRecorder(mgr.GetEventRecorderFor("kiln-kmm-day0")),
 		Exists:   c.kmodImageExists,

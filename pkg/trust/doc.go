@@ -5,7 +5,7 @@
 // image-build, kmod-build and kmod-sign compute their Inputs here, record
 // them in their stage report, and reuse a registry object only when an
 // attestation signed by the configured Identity binds exactly those Inputs
-// (pkg/signing.Prove). image-sign and the kmod stages attest the same
+// (pkg/sign.Prove). image-sign and the kmod stages attest the same
 // Inputs, and the trigger's fingerprint includes the build formats, so what
 // is attested, what is reused and what starts a run cannot drift apart.
 //

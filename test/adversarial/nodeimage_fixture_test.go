@@ -22,6 +22,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -118,7 +119,7 @@ func (r *run) build(t *testing.T) map[string]string {
 // sign runs image-sign on image with kiln's key.
 func (r *run) sign(image string) error {
 	common, reg := r.common()
-	o := &signing.SignOptions{Options: common, RegistryOptions: reg, Image: image, AttestOptions: signing.AttestOptions{RunID: "run-" + r.pool,
+	o := &signing.SignOptions{Options: common, RegistryOptions: reg, Image: image, AttestOptions: sign.AttestOptions{RunID: "run-" + r.pool,
 		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(r.site.keyDir, "cosign.key"), PasswordEnv: "KILN_ADVERSARIAL_UNSET"},
 		PasswordFile:   filepath.Join(r.site.keyDir, "cosign.password")}}
 	return o.Run(context.Background(), step.Streams{Out: &r.out, Err: &r.out})
@@ -128,7 +129,7 @@ func (r *run) sign(image string) error {
 func (r *run) verify(image string) error {
 	common, reg := r.common()
 	o := &signing.VerifyOptions{Options: common, RegistryOptions: reg, Image: image,
-		IdentityOptions: step.IdentityOptions{PublicKey: r.site.pubKey}, NodeKeyPath: signing.DefaultNodeKeyPath}
+		IdentityOptions: step.IdentityOptions{PublicKey: r.site.pubKey}, NodeKeyPath: sign.DefaultNodeKeyPath}
 	return o.Run(context.Background(), step.Streams{Out: &r.out, Err: &r.out})
 }
 
@@ -206,7 +207,7 @@ func (s *nodeImageSite) assertNotKilnSigned(t *testing.T, r *run, digest string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sts, err := signing.Statements(context.Background(), s.r, d, s.id); err == nil {
+	if sts, err := sign.Statements(context.Background(), s.r, d, s.id); err == nil {
 		t.Errorf("%s carries kiln's signature and %d attestations", digest, len(sts))
 	}
 	if err := r.verify(d.String()); err == nil {

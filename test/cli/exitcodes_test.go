@@ -27,7 +27,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -138,8 +138,8 @@ func newRegistries(t *testing.T) registries {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := signing.Sign(context.Background(), registry.Remote{Insecure: []string{r.good}},
-		signing.SignInput{Image: r.signed, Key: priv, Password: []byte(env.CosignPassword), Inputs: in}); err != nil {
+	if _, err := sign.Sign(context.Background(), registry.Remote{Insecure: []string{r.good}},
+		sign.SignInput{Image: r.signed, Key: priv, Password: []byte(env.CosignPassword), Inputs: in}); err != nil {
 		t.Fatal(err)
 	}
 	r.keyA = filepath.Join(r.keyA, "cosign.pub")

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -70,7 +70,7 @@ func (c *cluster) assertChainsRunAnnotations(ctx context.Context, r *pipelinev1.
 func (c *cluster) assertChainsImage(ctx context.Context, tr *pipelinev1.TaskRun, image, base string) {
 	c.t.Helper()
 	signed := c.waitChainsSigned(ctx, tr)
-	stmts, err := signing.VerifiedStatements(ctx, registry.Remote{Insecure: []string{c.reg.Host}}, image, c.chains.Verifier)
+	stmts, err := sign.VerifiedStatements(ctx, registry.Remote{Insecure: []string{c.reg.Host}}, image, c.chains.Verifier)
 	if err != nil {
 		c.t.Errorf("TaskRun %s: Chains' signature of %s: %v\nChains' errors:\n%s", tr.Name, image, err, c.chains.Errors(tr.Name))
 		return
@@ -88,12 +88,12 @@ func (c *cluster) assertChainsImage(ctx context.Context, tr *pipelinev1.TaskRun,
 		c.t.Errorf("TaskRun %s: %d of Chains' %d statements have the subject %s, want all and at least one", tr.Name, len(mine), len(stmts), image)
 		return
 	}
-	mats := signing.StatementInputs(mine[len(mine)-1])
+	mats := sign.StatementInputs(mine[len(mine)-1])
 	if base != "" {
 		repo, d, _ := strings.Cut(base, "@")
 		found := false
 		for _, st := range mine {
-			found = found || signing.StatementInputs(st)["oci://"+repo] == d
+			found = found || sign.StatementInputs(st)["oci://"+repo] == d
 		}
 		if !found {
 			c.t.Errorf("TaskRun %s: provenance materials %v lack the base %s", tr.Name, mats, base)

@@ -22,12 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kiln-dev/kiln/examples"
+	"github.com/kiln-dev/kiln/pkg/localrun"
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/release"
 	"github.com/kiln-dev/kiln/pkg/render"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/install"
@@ -56,7 +57,7 @@ type cluster struct {
 	chains   *env.Chains
 	c        client.Client
 	hostIP   string
-	keys     trigger.LocalKeys
+	keys     localrun.LocalKeys
 	manifest string // examples/cluster with the registry host rewritten
 	// dtk is the driver toolkit on the test's registry. The sample release
 	// image names it on the sample registry (its digest is pinned), which
@@ -135,7 +136,7 @@ const (
 // attested.
 func (c *cluster) makeImages(ctx context.Context) {
 	keys := env.CosignKeys(c.t)
-	attest := signing.DefaultAttestOptions()
+	attest := sign.DefaultAttestOptions()
 	attest.KeyPath, attest.PasswordFile = filepath.Join(keys, "cosign.key"), filepath.Join(keys, "cosign.password")
 	p, err := release.MakeImages(ctx, release.ImagesOptions{Root: env.RepoRoot(), StepsBase: env.StepsBase(c.t),
 		Registry: c.reg.Host + "/" + releaseRepo, Tag: releaseTag, Platform: release.Platform{OS: "linux", Arch: runtime.GOARCH},
@@ -265,7 +266,7 @@ func (c *cluster) apiserverEnv() map[string]string {
 // a cosign pair and a kernel-module signing pair made as local mode makes
 // them.
 func (c *cluster) configure(ctx context.Context) {
-	keys, err := trigger.EnsureLocalKeys(c.t.TempDir(), "")
+	keys, err := localrun.EnsureLocalKeys(c.t.TempDir(), "")
 	if err != nil {
 		c.t.Fatal(err)
 	}

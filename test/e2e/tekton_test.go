@@ -20,7 +20,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/pipeline"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/rollout"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 )
 
@@ -207,11 +207,11 @@ func (c *cluster) assertRun(ctx context.Context, r *pipelinev1.PipelineRun) {
 	}
 	image := url + "@" + digest
 	c.assertTaskRuns(ctx, r, pool)
-	v, err := signing.LoadVerifier(filepath.Join(c.keys.Cosign, "cosign.pub"))
+	v, err := sign.LoadVerifier(filepath.Join(c.keys.Cosign, "cosign.pub"))
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	if err := signing.CosignVerify(ctx, registry.Remote{Insecure: []string{c.reg.Host}}, image, v); err != nil {
+	if err := sign.CosignVerify(ctx, registry.Remote{Insecure: []string{c.reg.Host}}, image, v); err != nil {
 		c.t.Errorf("run %s: verifying %s with the cosign public key: %v", r.Name, image, err)
 	}
 	c.assertChains(ctx, r)

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -47,14 +47,14 @@ func TestChainsSignsTaskRun(t *testing.T) {
 	got := waitSigned(t, k, tr, ch)
 	t.Logf("TaskRun %s annotations: %v", tr.Name, got.Annotations)
 
-	stmts, err := signing.VerifiedStatements(ctx, registry.Remote{Insecure: []string{reg.Host}}, image.String(), ch.Verifier)
+	stmts, err := sign.VerifiedStatements(ctx, registry.Remote{Insecure: []string{reg.Host}}, image.String(), ch.Verifier)
 	if err != nil {
 		t.Fatalf("verifying Chains' signature and attestation with its public key: %v\nChains log:\n%s", err, ch.Log())
 	}
 	if len(stmts) != 1 || stmts[0].Subject[0].Digest["sha256"] != image.DigestStr()[len("sha256:"):] {
 		t.Fatalf("Chains' statements %+v, want one with subject %s", stmts, image)
 	}
-	mats := signing.StatementInputs(stmts[0])
+	mats := sign.StatementInputs(stmts[0])
 	if mats["oci://"+base.Context().Name()] != base.DigestStr() {
 		t.Errorf("provenance materials %v lack the base %s", mats, base)
 	}

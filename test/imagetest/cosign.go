@@ -9,7 +9,7 @@ import (
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -41,7 +41,7 @@ func NewCosignKeyPass(t testing.TB, pass string) CosignKey {
 // image-sign does.
 func (k CosignKey) Sign(t testing.TB, r registry.Remote, image string, inputs trust.Inputs) {
 	t.Helper()
-	_, err := signing.Sign(context.Background(), r, signing.SignInput{Image: image, Key: k.Priv, Password: k.Pass, Inputs: inputs, RunID: "test"})
+	_, err := sign.Sign(context.Background(), r, sign.SignInput{Image: image, Key: k.Priv, Password: k.Pass, Inputs: inputs, RunID: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

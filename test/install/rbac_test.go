@@ -31,7 +31,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
-	"github.com/kiln-dev/kiln/pkg/signing"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
@@ -287,7 +287,7 @@ func rolloutStage(t *testing.T, e *env.Env, kubeconfig string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := signing.Sign(ctx, registry.Remote{Insecure: []string{e.Registry.Host}}, signing.SignInput{Image: img, Key: keys.PrivateBytes, Password: []byte("pw"), Inputs: inputs}); err != nil {
+		if _, err := sign.Sign(ctx, registry.Remote{Insecure: []string{e.Registry.Host}}, sign.SignInput{Image: img, Key: keys.PrivateBytes, Password: []byte("pw"), Inputs: inputs}); err != nil {
 			t.Fatal(err)
 		}
 		images = append(images, img)
@@ -519,7 +519,7 @@ func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 	}
 	// The Task's attest step signs, attests and records the Built status.
 	a := &kmod.AttestOptions{Options: o.Options, RegistryOptions: o.RegistryOptions, KubeOptions: o.KubeOptions,
-		Attest: signing.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: cosignKey}, PasswordFile: cosignPass}}
+		Attest: sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: cosignKey}, PasswordFile: cosignPass}}
 	if err := a.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("kmod-attest as kiln-kmod-build: %v\n%s", err, out.String())
 	}
