@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -384,7 +385,7 @@ func (o *BuildOptions) objects(ctx context.Context, md *kmmv1beta1.ModuleDay0) (
 		}
 		return out, nil
 	}
-	c, err := o.Client()
+	c, err := kube.Client(&o.KubeOptions)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
@@ -86,7 +87,7 @@ func (o *StepOptions) load(ctx context.Context, dir string) (*Objects, error) {
 	if dir != "" {
 		return LoadDir(dir)
 	}
-	c, err := o.Client()
+	c, err := kube.Client(&o.KubeOptions)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/safepath"
@@ -130,7 +131,7 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 }
 
 func (o *StepOptions) runCluster(ctx context.Context, s step.Streams, v Verifier) (Result, error) {
-	c, err := o.Kube.Client()
+	c, err := kube.Client(&o.Kube)
 	if err != nil {
 		return Result{State: StateRefused}, err
 	}

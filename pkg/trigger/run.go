@@ -20,8 +20,8 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/apis"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // Run starts the trigger.
@@ -33,7 +33,7 @@ func Run(ctx context.Context, o Options) error {
 		return runLocal(ctx, o, os.Stdout)
 	}
 	// The logger is the command line's (cmd/cli: --zap-* flags).
-	cfg, err := step.LoadRESTConfig(o.Kubeconfig, o.Context)
+	cfg, err := kube.LoadRESTConfig(o.Kubeconfig, o.Context)
 	if err != nil {
 		return err
 	}
