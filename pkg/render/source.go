@@ -17,11 +17,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
-	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/payload"
 )
 
@@ -36,32 +35,20 @@ type Objects struct {
 }
 
 // LoadDir reads every .yaml, .yml and .json file under dir (recursively;
-// several YAML documents per file and v1 Lists are accepted). Kinds render
-// does not read are skipped; a document without apiVersion/kind is an error.
+// several YAML documents per file and v1 Lists are accepted; see
+// pkg/manifests) and picks render's objects from them exactly as
+// LoadCluster picks them from the API server: through the folder client of
+// kube.New, so both modes read one way.
 func LoadDir(dir string) (*Objects, error) {
-	o := &Objects{}
-	if err := manifests.Walk(dir, func(obj runtime.Object) error { o.add(obj); return nil }); err != nil {
+	c, err := kube.New(kube.Source{Folder: &kube.Folder{Dir: dir}})
+	if err != nil {
 		return nil, err
 	}
-	return o, nil
+	return LoadCluster(context.Background(), c)
 }
 
-func (o *Objects) add(obj runtime.Object) {
-	switch t := obj.(type) {
-	case *mcfgv1.MachineConfigPool:
-		o.Pools = append(o.Pools, t)
-	case *mcfgv1.MachineConfig:
-		o.Configs = append(o.Configs, t)
-	case *corev1.ConfigMap:
-		o.ConfigMaps = append(o.ConfigMaps, t)
-	case *configv1.ClusterVersion:
-		o.ClusterVersions = append(o.ClusterVersions, t)
-	case *kmmv1beta1.ModuleDay0:
-		o.Modules = append(o.Modules, t)
-	}
-}
-
-// LoadCluster reads the same objects from the API server.
+// LoadCluster reads render's objects from c: the API server's client, or
+// a folder's (LoadDir).
 func LoadCluster(ctx context.Context, c client.Client) (*Objects, error) {
 	o := &Objects{}
 	var pools mcfgv1.MachineConfigPoolList

@@ -63,12 +63,8 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	dir, err := o.SourceDir()
-	if err != nil {
-		return err
-	}
 	p := step.NewProgress(s.Out, step.StageRender)
-	objs, err := o.load(ctx, dir)
+	objs, err := o.load(ctx)
 	if err != nil {
 		return err
 	}
@@ -83,11 +79,14 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	return nil
 }
 
-func (o *StepOptions) load(ctx context.Context, dir string) (*Objects, error) {
-	if dir != "" {
-		return LoadDir(dir)
+// load reads render's objects from --source: the cluster, or a folder
+// through the same client interface (render writes no cluster object).
+func (o *StepOptions) load(ctx context.Context) (*Objects, error) {
+	src, err := kube.SourceOf(&o.KubeOptions, &kube.Folder{})
+	if err != nil {
+		return nil, err
 	}
-	c, err := kube.Client(&o.KubeOptions)
+	c, err := kube.New(src)
 	if err != nil {
 		return nil, err
 	}
