@@ -90,7 +90,7 @@ func (o *StepOptions) load(ctx context.Context) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	return LoadCluster(ctx, c)
+	return load(ctx, c, src.Folder != nil)
 }
 
 // Output is a finished render: the rendered config, the record of its
