@@ -26,11 +26,11 @@ const (
 )
 
 // kubeconfigUsage says where a cluster config comes from without the flag
-// (step.LoadRESTConfig, controller-runtime's order).
+// (kube.LoadRESTConfig, controller-runtime's order).
 const kubeconfigUsage = "kubeconfig file; empty means $KUBECONFIG, then the in-cluster config, then ~/.kube/config"
 
 // contextUsage: a context is a kubeconfig's, so the in-cluster config is
-// not tried when one is named (step.LoadRESTConfig).
+// not tried when one is named (kube.LoadRESTConfig).
 const contextUsage = "kubeconfig context to use (from --kubeconfig, else $KUBECONFIG or ~/.kube/config; never the in-cluster config); empty means the current-context"
 
 // stringVar binds a string flag whose default is *p, or the value of env

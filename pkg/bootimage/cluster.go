@@ -12,12 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	mcfgv1alpha1 "github.com/kiln-dev/kiln/pkg/apis/machineconfiguration/v1alpha1"
 )
 
-// Cluster is where the stage reads its inputs and writes its changes: the
-// API server (Kube) or a folder of manifests (Dir, local mode).
+// Cluster is where the stage reads its inputs and writes its changes,
+// implemented once over a client (Kube): the API server's, or for a
+// folder of manifests (local mode) the one kube.New returns for it.
 type Cluster interface {
 	MachineConfiguration(ctx context.Context) (*operatorv1.MachineConfiguration, error)
 	Infrastructure(ctx context.Context) (*configv1.Infrastructure, error)
@@ -39,7 +41,7 @@ type Cluster interface {
 	SaveBootImageHistory(ctx context.Context, h *mcfgv1alpha1.BootImageHistory) error
 }
 
-// Kube is a Cluster on the API server.
+// Kube is a Cluster on a client of the API server or of a folder.
 type Kube struct{ Client client.Client }
 
 var _ Cluster = Kube{}
@@ -120,7 +122,12 @@ func (k Kube) SaveBootImageHistory(ctx context.Context, h *mcfgv1alpha1.BootImag
 
 func get(ctx context.Context, c client.Client, ns, name string, o client.Object) error {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, o); err != nil {
+		// The kind as the API names it, not the Go type's package-qualified
+		// name, so a message reads the same for a cluster and a folder.
 		kind := fmt.Sprintf("%T", o)[1:]
+		if gvk, err := apiutil.GVKForObject(o, c.Scheme()); err == nil {
+			kind = gvk.Kind
+		}
 		if apierrors.IsNotFound(err) {
 			return &NotFoundError{Kind: kind, Namespace: ns, Name: name}
 		}

@@ -8,11 +8,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // TestLoadDirRefusesMachineSetNamedLikeAPath: the folder reader refuses a
@@ -31,15 +29,15 @@ func TestLoadDirRefusesMachineSetNamedLikeAPath(t *testing.T) {
 	}
 }
 
-// TestDirWritesStayInsideOutput: objects that bypass the loader with
-// hostile names (as a future caller might hand them in), and an output
-// folder whose machinesets/ is a symlink to a folder outside, make every
-// write fail; a walk of the whole temporary tree before and after shows
-// nothing outside the output folder changed.
+// TestDirWritesStayInsideOutput: objects created with hostile names (as a
+// future caller might hand them in, past the loader), and an output folder
+// whose machinesets/ is a symlink to a folder outside, make every write
+// fail; a walk of the whole temporary tree before and after shows nothing
+// outside the output folder changed.
 func TestDirWritesStayInsideOutput(t *testing.T) {
 	top := t.TempDir()
-	out, other := filepath.Join(top, "out"), filepath.Join(top, "other")
-	for _, d := range []string{out, other} {
+	src, out, other := filepath.Join(top, "src"), filepath.Join(top, "out"), filepath.Join(top, "other")
+	for _, d := range []string{src, out, other} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -47,35 +45,41 @@ func TestDirWritesStayInsideOutput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(other, "victim.yaml"), []byte("keep"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	hostile := gcpMachineSet(t, "../../x", "projects/p/global/images/a")
 	inside := gcpMachineSet(t, "ok", "projects/p/global/images/a")
+	writeManifests(t, src, inside)
+	d, err := LoadDir(src, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.(Kube).Client
+	hostile := gcpMachineSet(t, "../../x", "projects/p/global/images/a")
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "../../../other/victim", Namespace: MachineAPINamespace}}
 	capiMS := &unstructured.Unstructured{}
 	capiMS.SetAPIVersion("cluster.x-k8s.io/v1beta2")
 	capiMS.SetKind("MachineSet")
 	capiMS.SetNamespace("../..")
 	capiMS.SetName("/x")
-	d := &Dir{Output: out, objs: map[string]runtime.Object{}, capi: map[string]*unstructured.Unstructured{}}
-	for _, ms := range []*machinev1beta1.MachineSet{hostile, inside} {
-		d.objs["MachineSet/"+ms.Namespace+"/"+ms.Name] = ms
-	}
 	before := outside(t, top, out)
 
 	ctx := context.Background()
-	patch := []byte(`{"metadata":{"labels":{"kiln.dev/touched":"true"}}}`)
-	if err := d.PatchMachineSet(ctx, hostile.DeepCopy(), patch); err == nil {
-		t.Error("PatchMachineSet of a MachineSet named ../../x: accepted")
+	if err := c.Create(ctx, hostile); err == nil {
+		t.Error("writing a MachineSet named ../../x: accepted")
 	}
-	if err := d.UpdateSecret(ctx, secret); err == nil {
-		t.Error("UpdateSecret of a Secret named ../../../other/victim: accepted")
+	if err := c.Create(ctx, secret); err == nil {
+		t.Error("writing a Secret named ../../../other/victim: accepted")
 	}
-	if err := d.write("capi", "MachineSet_"+capiMS.GetNamespace()+"_"+capiMS.GetName(), capiMS.Object); err == nil {
+	if err := c.Create(ctx, capiMS); err == nil {
 		t.Error("writing a CAPI MachineSet named /x in namespace ../..: accepted")
 	}
 	if err := os.Symlink(other, filepath.Join(out, "machinesets")); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.PatchMachineSet(ctx, inside.DeepCopy(), patch); err == nil {
+	patch := []byte(`{"metadata":{"labels":{"kiln.dev/touched":"true"}}}`)
+	ms, err := d.MachineSet(ctx, MachineAPINamespace, "ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PatchMachineSet(ctx, ms, patch); err == nil {
 		t.Error("PatchMachineSet through a machinesets/ symlink to a folder outside: accepted")
 	}
 	if d := cmp.Diff(before, outside(t, top, out)); d != "" {

@@ -17,6 +17,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/work"
 )
@@ -184,14 +185,15 @@ func (o *Options) capiOptIn() (CAPIOptIn, error) {
 }
 
 func (o *Options) cluster(dir, stageDir string) (Cluster, error) {
+	src := kube.Source{Kubeconfig: o.Kubeconfig, Context: o.Context}
 	if dir != "" {
 		out := o.Output
 		if out == "" {
 			out = filepath.Join(stageDir, work.BootImageManifestsDir)
 		}
-		return LoadDir(dir, out)
+		src.Folder = folder(dir, out)
 	}
-	c, err := o.Client()
+	c, err := kube.New(src)
 	if err != nil {
 		return nil, err
 	}

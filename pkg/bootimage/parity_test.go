@@ -217,9 +217,9 @@ func TestVSphereAsMCO(t *testing.T) {
 	}
 }
 
-// isolationCluster is a Dir holding a GCP cluster with the given stream and
+// isolationCluster is a folder Cluster holding a GCP cluster with the given stream and
 // objects (MachineSets, CAPI objects).
-func isolationCluster(t *testing.T, stream string, objs ...any) *Dir {
+func isolationCluster(t *testing.T, stream string, objs ...any) Cluster {
 	t.Helper()
 	src := t.TempDir()
 	inf := infra(configv1.GCPPlatformType)

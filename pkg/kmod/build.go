@@ -18,6 +18,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/sign"
@@ -331,7 +332,7 @@ func (o *BuildOptions) objects(ctx context.Context, md *kmmv1beta1.ModuleDay0) (
 		}
 		return out, nil
 	}
-	c, err := o.Client()
+	c, err := kube.Client(&o.KubeOptions)
 	if err != nil {
 		return nil, err
 	}

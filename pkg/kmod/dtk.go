@@ -12,6 +12,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -63,7 +64,7 @@ func (o *BuildOptions) clusterVersion(ctx context.Context) (*configv1.ClusterVer
 		})
 		return found, err
 	}
-	c, err := o.Client()
+	c, err := kube.Client(&o.KubeOptions)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -28,7 +29,7 @@ func recordBuilt(ctx context.Context, ko step.KubeOptions, md *kmmv1beta1.Module
 	if ko.Source != "cluster" {
 		return nil
 	}
-	c, err := ko.Client()
+	c, err := kube.Client(&ko)
 	if err != nil {
 		return err
 	}

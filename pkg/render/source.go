@@ -15,12 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
-	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/work"
 )
@@ -36,33 +35,28 @@ type Objects struct {
 }
 
 // LoadDir reads every .yaml, .yml and .json file under dir (recursively;
-// several YAML documents per file and v1 Lists are accepted). Kinds render
-// does not read are skipped; a document without apiVersion/kind is an error.
+// several YAML documents per file and v1 Lists are accepted; see
+// pkg/manifests) and picks render's objects from them with the code that
+// reads the API server, through the folder client of kube.New.
 func LoadDir(dir string) (*Objects, error) {
-	o := &Objects{}
-	if err := manifests.Walk(dir, func(obj runtime.Object) error { o.add(obj); return nil }); err != nil {
+	c, err := kube.New(kube.Source{Folder: &kube.Folder{Dir: dir}})
+	if err != nil {
 		return nil, err
 	}
-	return o, nil
+	return load(context.Background(), c, true)
 }
 
-func (o *Objects) add(obj runtime.Object) {
-	switch t := obj.(type) {
-	case *mcfgv1.MachineConfigPool:
-		o.Pools = append(o.Pools, t)
-	case *mcfgv1.MachineConfig:
-		o.Configs = append(o.Configs, t)
-	case *corev1.ConfigMap:
-		o.ConfigMaps = append(o.ConfigMaps, t)
-	case *configv1.ClusterVersion:
-		o.ClusterVersions = append(o.ClusterVersions, t)
-	case *kmmv1beta1.ModuleDay0:
-		o.Modules = append(o.Modules, t)
-	}
-}
-
-// LoadCluster reads the same objects from the API server.
+// LoadCluster reads render's objects from the API server.
 func LoadCluster(ctx context.Context, c client.Client) (*Objects, error) {
+	return load(ctx, c, false)
+}
+
+// load reads render's objects from c. A folder is read whole: every
+// ConfigMap and ClusterVersion it holds is kept, and Payload and the
+// inputs pick theirs, as folder mode always did; from the API server only
+// the two objects render reads are fetched, so the step needs no right to
+// list ConfigMaps.
+func load(ctx context.Context, c client.Client, folder bool) (*Objects, error) {
 	o := &Objects{}
 	var pools mcfgv1.MachineConfigPoolList
 	var mcs mcfgv1.MachineConfigList
@@ -81,6 +75,9 @@ func LoadCluster(ctx context.Context, c client.Client) (*Objects, error) {
 	for i := range mods.Items {
 		o.Modules = append(o.Modules, &mods.Items[i])
 	}
+	if folder {
+		return o, o.listAll(ctx, c)
+	}
 	cm := &corev1.ConfigMap{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: payload.Namespace, Name: payload.OSImageURLMap}, cm); err == nil {
 		o.ConfigMaps = append(o.ConfigMaps, cm)
@@ -94,6 +91,24 @@ func LoadCluster(ctx context.Context, c client.Client) (*Objects, error) {
 		return nil, fmt.Errorf("reading ClusterVersion %s: %w", payload.ClusterVersionName, err)
 	}
 	return o, nil
+}
+
+// listAll adds every ConfigMap and ClusterVersion of a folder.
+func (o *Objects) listAll(ctx context.Context, c client.Client) error {
+	var cms corev1.ConfigMapList
+	var cvs configv1.ClusterVersionList
+	for what, l := range map[string]client.ObjectList{"ConfigMaps": &cms, "ClusterVersions": &cvs} {
+		if err := c.List(ctx, l); err != nil {
+			return fmt.Errorf("listing %s: %w", what, err)
+		}
+	}
+	for i := range cms.Items {
+		o.ConfigMaps = append(o.ConfigMaps, &cms.Items[i])
+	}
+	for i := range cvs.Items {
+		o.ClusterVersions = append(o.ClusterVersions, &cvs.Items[i])
+	}
+	return nil
 }
 
 // Pool returns the named pool.

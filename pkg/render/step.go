@@ -13,6 +13,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -66,12 +67,8 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	dir, err := o.SourceDir()
-	if err != nil {
-		return err
-	}
 	p := step.NewProgress(s.Out, work.StageRender)
-	objs, err := o.load(ctx, dir)
+	objs, err := o.load(ctx)
 	if err != nil {
 		return err
 	}
@@ -86,15 +83,18 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	return nil
 }
 
-func (o *StepOptions) load(ctx context.Context, dir string) (*Objects, error) {
-	if dir != "" {
-		return LoadDir(dir)
-	}
-	c, err := o.Client()
+// load reads render's objects from --source: the cluster, or a folder
+// through the same client interface (render writes no cluster object).
+func (o *StepOptions) load(ctx context.Context) (*Objects, error) {
+	src, err := kube.SourceOf(&o.KubeOptions, &kube.Folder{})
 	if err != nil {
 		return nil, err
 	}
-	return LoadCluster(ctx, c)
+	c, err := kube.New(src)
+	if err != nil {
+		return nil, err
+	}
+	return load(ctx, c, src.Folder != nil)
 }
 
 // Output is a finished render: the rendered config, the record of its

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/imageref"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/safepath"
@@ -133,7 +134,7 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 }
 
 func (o *StepOptions) runCluster(ctx context.Context, s step.Streams, v Verifier) (Result, error) {
-	c, err := o.Kube.Client()
+	c, err := kube.Client(&o.Kube)
 	if err != nil {
 		return Result{State: StateRefused}, err
 	}

@@ -18,9 +18,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kiln-dev/kiln/pkg/apis"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/moduleday0"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // Run starts the trigger in cluster mode. Local mode (--source dir:PATH)
@@ -33,7 +33,7 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("--source %s: local mode runs through pkg/localrun, not the cluster trigger", o.Source)
 	}
 	// The logger is the command line's (cmd/cli: --zap-* flags).
-	cfg, err := step.LoadRESTConfig(o.Kubeconfig, o.Context)
+	cfg, err := kube.LoadRESTConfig(o.Kubeconfig, o.Context)
 	if err != nil {
 		return err
 	}
