@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -41,11 +42,11 @@ func TestManifestsApplyToAPIServer(t *testing.T) {
 			}
 		}
 	}
-	fromDir, err := render.LoadDir(clusterDir)
+	fromDir, err := mcrender.LoadDir(clusterDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fromAPI, err := render.LoadCluster(ctx, k.Client)
+	fromAPI, err := mcrender.LoadCluster(ctx, k.Client)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kiln-dev/kiln/cmd/cli"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/modsign"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -57,9 +58,9 @@ func buildAndSignSampleKmods(t *testing.T, e *env.Env, refs []string, dtk, work 
 	// key and reuse only what that key attested.
 	keys := env.CosignKeys(t)
 	identity := step.IdentityOptions{PublicKey: filepath.Join(keys, "cosign.pub")}
-	attest := sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
+	attest := sign.AttestOptions{SigningOptions: sign.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
 		PasswordFile: filepath.Join(keys, "cosign.password"), RunID: "examples-kmod"}
-	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
+	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: kube.KubeOptions{Source: "dir:" + clusterDir},
 		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: buildah.Buildah{Env: e.Buildah.Env},
 		Identity: identity}
 	start := time.Now()
@@ -73,7 +74,7 @@ func buildAndSignSampleKmods(t *testing.T, e *env.Env, refs []string, dtk, work 
 	}
 	t.Logf("kmod-build of the sample took %s", time.Since(start).Round(time.Millisecond))
 	certFile, keyFile := env.ModuleSigningPair(t, "kiln examples signer")
-	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
+	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, KubeOptions: kube.KubeOptions{Source: "dir:" + clusterDir},
 		CertFile: certFile, KeyFile: keyFile, Hash: "sha256",
 		Identity: identity, Attest: attest}
 	if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing/fstest"
 
 	"github.com/kiln-dev/kiln/cmd/cli"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/modsign"
 
 	ign "github.com/coreos/ignition/v2/config/v3_5"
@@ -23,7 +24,6 @@ import (
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
-	"github.com/kiln-dev/kiln/pkg/render"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 )
 
@@ -202,7 +202,7 @@ func TestSpec2ConfigConverted(t *testing.T) {
 // node selector and no other; its Dockerfile gets the payload's OS and
 // driver toolkit; its signing Secrets are named, not shipped.
 func TestModuleDay0SelectsOnlyInfra(t *testing.T) {
-	objs, err := render.LoadDir(clusterDir)
+	objs, err := mcrender.LoadDir(clusterDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestSampleImagesReproduce(t *testing.T) {
 			var log bytes.Buffer
 			sign := &signing.SignOptions{Options: step.Options{Work: ws.Root, ResultsDir: t.TempDir(), Pool: pool},
 				RegistryOptions: reg, Image: rep.Ref, AttestOptions: sign.AttestOptions{RunID: "examples-reproduce",
-					SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
+					SigningOptions: sign.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
 					PasswordFile:   filepath.Join(keys, "cosign.password")}}
 			if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 				t.Fatalf("image-sign %s: %v\n%s", pool, err, log.String())

@@ -20,6 +20,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/osimage"
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -109,10 +110,10 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 	}
 	opts := step.Options{Work: work, ResultsDir: filepath.Join(work, "kmod-results"), Pool: "infra"}
 	identity := step.IdentityOptions{PublicKey: filepath.Join(keys, "cosign.pub")}
-	attest := sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
+	attest := sign.AttestOptions{SigningOptions: sign.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")},
 		PasswordFile: filepath.Join(keys, "cosign.password"), RunID: "examples-reproducible"}
 	var log bytes.Buffer
-	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
+	build := &kmod.BuildOptions{Options: opts, RegistryOptions: reg, KubeOptions: kube.KubeOptions{Source: "dir:" + clusterDir},
 		OSImage: refs[0], DTKImage: dtk, SecretsDir: t.TempDir(), Buildah: buildah.Buildah{Env: bb.Env},
 		Identity: identity}
 	if err := build.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
@@ -122,7 +123,7 @@ func runSampleFromScratch(t *testing.T, addr, keys, certFile, keyFile string, th
 	if err := attestBuild.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-attest: %v\n%s", err, log.String())
 	}
-	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, KubeOptions: step.KubeOptions{Source: "dir:" + clusterDir},
+	sign := &kmod.SignOptions{Options: opts, RegistryOptions: reg, KubeOptions: kube.KubeOptions{Source: "dir:" + clusterDir},
 		CertFile: certFile, KeyFile: keyFile, Hash: "sha256", Identity: identity, Attest: attest}
 	if err := sign.Run(ctx, step.Streams{Out: &log, Err: &log}); err != nil {
 		t.Fatalf("kmod-sign: %v\n%s", err, log.String())

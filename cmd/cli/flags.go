@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -70,7 +71,7 @@ func bindRegistry(fs *pflag.FlagSet, env lookupEnv, o *registry.RegistryOptions)
 }
 
 // bindKube binds where cluster objects come from.
-func bindKube(fs *pflag.FlagSet, o *step.KubeOptions) {
+func bindKube(fs *pflag.FlagSet, o *kube.KubeOptions) {
 	fs.StringVar(&o.Source, "source", o.Source, `where inputs come from: "cluster" or "dir:PATH" (a folder of manifests)`)
 	bindKubeconfig(fs, &o.Kubeconfig, &o.Context)
 }

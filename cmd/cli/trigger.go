@@ -10,8 +10,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/localrun"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 )
 
@@ -50,7 +50,7 @@ reported with its task, step, exit code and the last lines of its log.`,
 			o.Local.Verbose = *verbose
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zo), zap.WriteTo(c.ErrOrStderr())))
 			var err error
-			if o.Source == step.SourceCluster {
+			if o.Source == kube.SourceCluster {
 				err = trigger.Run(c.Context(), o)
 			} else {
 				// Local mode (--source dir:PATH) runs the pipeline here.

@@ -31,7 +31,7 @@ const (
 // Options are the flags of `kiln-steps bootimages`.
 type Options struct {
 	step.Options
-	step.KubeOptions
+	kube.KubeOptions
 	// Namespace holds the MachineSets.
 	Namespace string
 	// StableTimeout bounds the wait for a stable cluster.
@@ -65,7 +65,7 @@ const (
 // coreos-bootimages stream), applied to every enrolled MachineSet.
 func DefaultOptions() *Options {
 	return &Options{
-		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
+		Options: step.DefaultOptions(), KubeOptions: kube.DefaultKubeOptions(),
 		Namespace: MachineAPINamespace, StableTimeout: DefaultStableTimeout, DefaultArch: arch.CurrentRpmArch(),
 		DefaultOptIn: DefaultOptInPlatform, SkewLimits: DefaultSkewLimits, CAPIMode: string(CAPINone), CAPINamespace: CAPINamespace,
 	}

@@ -11,6 +11,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -28,7 +29,7 @@ type AttestOptions struct {
 	registry.RegistryOptions
 	// KubeOptions: with --source cluster the ModuleDay0's status records
 	// the attested image.
-	step.KubeOptions
+	kube.KubeOptions
 	// Rebuild is kmod-build's --rebuild: it picks the same build target.
 	Rebuild bool
 	Attest  sign.AttestOptions
@@ -36,7 +37,7 @@ type AttestOptions struct {
 
 // DefaultAttestOptions returns kmod-attest's options with their defaults.
 func DefaultAttestOptions() *AttestOptions {
-	return &AttestOptions{Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(), Attest: sign.DefaultAttestOptions()}
+	return &AttestOptions{Options: step.DefaultOptions(), KubeOptions: kube.DefaultKubeOptions(), Attest: sign.DefaultAttestOptions()}
 }
 
 // Validate reports every bad flag at once.

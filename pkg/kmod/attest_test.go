@@ -14,6 +14,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
@@ -87,8 +88,8 @@ func TestKmodAttestSignsOnlyWhatThisModuleDay0Built(t *testing.T) {
 			writeFile(t, filepath.Join(ws.StageDir(workspace.StageKmodBuild), workspace.KmodBuildFile), string(b))
 			o := &kmod.AttestOptions{
 				Options:     step.Options{Work: work, ResultsDir: t.TempDir(), Pool: "worker"},
-				KubeOptions: step.KubeOptions{Source: "dir:" + t.TempDir()},
-				Attest:      sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(t.TempDir(), "absent.key")}},
+				KubeOptions: kube.KubeOptions{Source: "dir:" + t.TempDir()},
+				Attest:      sign.AttestOptions{SigningOptions: sign.SigningOptions{KeyPath: filepath.Join(t.TempDir(), "absent.key")}},
 			}
 			var out bytes.Buffer
 			err := o.Run(t.Context(), step.Streams{Out: &out, Err: &out})

@@ -53,7 +53,7 @@ const DockerfileKey = "dockerfile"
 type BuildOptions struct {
 	step.Options
 	registry.RegistryOptions
-	step.KubeOptions
+	kube.KubeOptions
 	// OSImage and DTKImage are the payload's rhel-coreos and driver-toolkit
 	// images (OS_AUTO, DTK_AUTO). An empty OSImage is read from the payload
 	// ConfigMap machine-config-osimageurl; an empty DTKImage, when the
@@ -76,7 +76,7 @@ const DefaultSecretsDir = "/etc/kiln/kmod-build-secrets"
 // DefaultBuildOptions returns kmod-build's options with their defaults.
 func DefaultBuildOptions() *BuildOptions {
 	return &BuildOptions{
-		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
+		Options: step.DefaultOptions(), KubeOptions: kube.DefaultKubeOptions(),
 		SecretsDir: DefaultSecretsDir, Buildah: buildah.Buildah{Bin: buildah.DefaultBuildah},
 		Identity: step.DefaultIdentityOptions(),
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -138,7 +139,7 @@ func (f *fixture) identity() step.IdentityOptions {
 
 func (f *fixture) attest() sign.AttestOptions {
 	return sign.AttestOptions{
-		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(f.cosign, "cosign.key"), PasswordEnv: "KILN_TEST_UNSET_PASSWORD"},
+		SigningOptions: sign.SigningOptions{KeyPath: filepath.Join(f.cosign, "cosign.key"), PasswordEnv: "KILN_TEST_UNSET_PASSWORD"},
 		PasswordFile:   filepath.Join(f.cosign, "cosign.password"), RunID: "kmod-test",
 	}
 }
@@ -186,13 +187,13 @@ func (f *fixture) build(t *testing.T, out io.Writer) error {
 	o := &kmod.BuildOptions{
 		Options:         f.stepOptions(),
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{f.reg.Host}},
-		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
+		KubeOptions:     kube.KubeOptions{Source: "dir:" + f.manifests},
 		OSImage:         f.osImage, DTKImage: f.dtkImage, SecretsDir: f.secrets,
 		Buildah:  buildah.Buildah{Env: f.buildahEnv},
 		Identity: f.identity(),
 	}
 	if f.kubeconfig != "" {
-		o.KubeOptions = step.KubeOptions{Source: "cluster", Kubeconfig: f.kubeconfig}
+		o.KubeOptions = kube.KubeOptions{Source: "cluster", Kubeconfig: f.kubeconfig}
 	}
 	if err := o.Run(t.Context(), step.Streams{Out: out, Err: out}); err != nil {
 		return err
@@ -207,12 +208,12 @@ func (f *fixture) sign(t *testing.T, out io.Writer) error {
 	o := &kmod.SignOptions{
 		Options:         f.stepOptions(),
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{f.reg.Host}},
-		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
+		KubeOptions:     kube.KubeOptions{Source: "dir:" + f.manifests},
 		CertFile:        f.certFile, KeyFile: f.keyFile, Hash: "sha256",
 		Identity: f.identity(), Attest: f.attest(),
 	}
 	if f.kubeconfig != "" {
-		o.KubeOptions = step.KubeOptions{Source: "cluster", Kubeconfig: f.kubeconfig}
+		o.KubeOptions = kube.KubeOptions{Source: "cluster", Kubeconfig: f.kubeconfig}
 	}
 	return o.Run(t.Context(), step.Streams{Out: out, Err: out})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
@@ -161,7 +162,7 @@ func buildOnly(t *testing.T, f *fixture, out io.Writer) error {
 	o := &kmod.BuildOptions{
 		Options:         f.stepOptions(),
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{f.reg.Host}, AuthFile: filepath.Join(filepath.Dir(f.work), "registry-auth", "config.json")},
-		KubeOptions:     step.KubeOptions{Source: "dir:" + f.manifests},
+		KubeOptions:     kube.KubeOptions{Source: "dir:" + f.manifests},
 		OSImage:         f.osImage, SecretsDir: f.secrets,
 		Buildah:  buildah.Buildah{Env: f.buildahEnv},
 		Identity: f.identity(),

@@ -15,6 +15,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
@@ -48,7 +49,7 @@ func TestKmodSignStepRefusesEmptyFilesToSign(t *testing.T) {
 	}
 	cert, key := env.ModuleSigningPair(t, "kiln kmod signer")
 	o := &kmod.SignOptions{Options: step.Options{Work: work, ResultsDir: filepath.Join(work, "results"), Pool: "worker"},
-		RegistryOptions: registry.RegistryOptions{Insecure: []string{r.Host}}, KubeOptions: step.KubeOptions{Source: "dir:" + work},
+		RegistryOptions: registry.RegistryOptions{Insecure: []string{r.Host}}, KubeOptions: kube.KubeOptions{Source: "dir:" + work},
 		CertFile: cert, KeyFile: key, Hash: "sha256"}
 	var out bytes.Buffer
 	err := o.Run(t.Context(), step.Streams{Out: &out, Err: &out})

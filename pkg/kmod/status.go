@@ -25,7 +25,7 @@ const (
 // (--source cluster); a ModuleDay0 read from a manifest folder has no
 // cluster object to update. The step already pushed, so a ModuleDay0 that
 // is gone is reported, not an error.
-func recordBuilt(ctx context.Context, ko step.KubeOptions, md *kmmv1beta1.ModuleDay0, reason, msg, digest string, p *step.Progress) error {
+func recordBuilt(ctx context.Context, ko kube.KubeOptions, md *kmmv1beta1.ModuleDay0, reason, msg, digest string, p *step.Progress) error {
 	if ko.Source != "cluster" {
 		return nil
 	}

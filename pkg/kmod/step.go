@@ -14,6 +14,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/sign"
@@ -28,7 +29,7 @@ type SignOptions struct {
 	registry.RegistryOptions
 	// KubeOptions: with --source cluster the ModuleDay0's status records
 	// the signed image.
-	step.KubeOptions
+	kube.KubeOptions
 	// CertFile and KeyFile are the mounted Secrets of sign.certSecret and
 	// sign.keySecret (KMM's keys "cert" and "key").
 	CertFile, KeyFile string
@@ -51,7 +52,7 @@ const (
 // DefaultSignOptions returns kmod-sign's options with their defaults.
 func DefaultSignOptions() *SignOptions {
 	return &SignOptions{
-		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
+		Options: step.DefaultOptions(), KubeOptions: kube.DefaultKubeOptions(),
 		CertFile: DefaultModuleCert, KeyFile: DefaultModuleKey, Hash: DefaultHash,
 		Identity: step.DefaultIdentityOptions(), Attest: sign.DefaultAttestOptions(),
 	}

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // twoContexts is a kubeconfig whose current-context is the first of two
@@ -51,7 +49,7 @@ func TestLoadRESTConfigContextPicksItsCluster(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.context, func(t *testing.T) {
-			cfg, err := RESTConfig(&step.KubeOptions{Kubeconfig: path, Context: c.context})
+			cfg, err := RESTConfig(&KubeOptions{Kubeconfig: path, Context: c.context})
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want one naming %s", err, c.wantErr)

@@ -4,8 +4,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/kiln-dev/kiln/pkg/step"
 )
 
 // Source says where a stage's objects come from: the cluster named by
@@ -61,7 +59,7 @@ func New(s Source) (client.WithWatch, error) {
 // SourceOf is the Source a stage's --kubeconfig, --context and --source
 // flags name. For a dir: source, folder says how the stage reads and
 // writes a folder; its Dir is set from the flag.
-func SourceOf(o *step.KubeOptions, folder *Folder) (Source, error) {
+func SourceOf(o *KubeOptions, folder *Folder) (Source, error) {
 	dir, err := o.SourceDir()
 	if err != nil {
 		return Source{}, err
@@ -77,12 +75,12 @@ func SourceOf(o *step.KubeOptions, folder *Folder) (Source, error) {
 
 // Client returns a client of the cluster o names (--kubeconfig,
 // --context) with kiln's scheme that can also watch.
-func Client(o *step.KubeOptions) (client.WithWatch, error) {
+func Client(o *KubeOptions) (client.WithWatch, error) {
 	return New(Source{Kubeconfig: o.Kubeconfig, Context: o.Context})
 }
 
 // RESTConfig returns the client config of the cluster o names
 // (LoadRESTConfig).
-func RESTConfig(o *step.KubeOptions) (*rest.Config, error) {
+func RESTConfig(o *KubeOptions) (*rest.Config, error) {
 	return LoadRESTConfig(o.Kubeconfig, o.Context)
 }

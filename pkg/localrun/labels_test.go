@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 )
 
@@ -37,7 +37,7 @@ func localDirLabelled(t *testing.T, labels string) string {
 // planDir plans a manifests folder as `kiln-trigger --source dir:` does.
 func planDir(t *testing.T, dir string) ([]PoolPlan, error) {
 	t.Helper()
-	snap, err := render.LoadDir(dir)
+	snap, err := mcrender.LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestPlanLocalRefusesBadPoolLabels(t *testing.T) {
 // folder reader refuses it, as the apiserver would, with the apiserver's
 // words and before any pool is planned.
 func TestNegativeWaveIsNoLabelValue(t *testing.T) {
-	_, err := render.LoadDir(localDirLabelled(t, "    kiln.dev/enabled: \"true\"\n    kiln.dev/wave: \"-1\"\n"))
+	_, err := mcrender.LoadDir(localDirLabelled(t, "    kiln.dev/enabled: \"true\"\n    kiln.dev/wave: \"-1\"\n"))
 	want := `MachineConfigPool worker: metadata.labels: Invalid value: "-1": a valid label must be an empty string or consist of alphanumeric characters`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("error %v, want %q", err, want)
@@ -100,7 +100,7 @@ func TestPlanLocalGivesClusterModesLabelError(t *testing.T) {
 	if !errors.As(err, &e) || e.Reason != trigger.ReasonInputs {
 		t.Fatalf("PlanLocal: %v, want an %s error", err, trigger.ReasonInputs)
 	}
-	objs, err := render.LoadDir(dir)
+	objs, err := mcrender.LoadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

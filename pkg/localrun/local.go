@@ -11,7 +11,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
-	"github.com/kiln-dev/kiln/pkg/render"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 )
@@ -78,10 +78,10 @@ type PoolPlan struct {
 	Wave int
 }
 
-// PlanLocal fingerprints every enabled pool of objs (render.LoadDir, the
+// PlanLocal fingerprints every enabled pool of objs (mcrender.LoadDir, the
 // folder render itself reads) exactly as cluster mode does and compares
 // with the last successful runs in st. Pools are taken by name.
-func PlanLocal(ctx context.Context, objs *render.Objects, st State, pipelineVersion string, resolve func(context.Context, string) (string, error)) ([]PoolPlan, error) {
+func PlanLocal(ctx context.Context, objs *mcrender.Objects, st State, pipelineVersion string, resolve func(context.Context, string) (string, error)) ([]PoolPlan, error) {
 	facts, err := objs.Payload()
 	if err != nil {
 		return nil, err

@@ -9,8 +9,8 @@ import (
 
 	"github.com/sigstore/cosign/v2/pkg/cosign"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/modsign"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -45,7 +45,7 @@ func TestPlanLocal(t *testing.T) {
 	dir, out := localDir(t), t.TempDir()
 	ctx := context.Background()
 	plan := func() map[string]PoolPlan {
-		snap, err := render.LoadDir(dir)
+		snap, err := mcrender.LoadDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,9 +19,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	configv1 "github.com/openshift/api/config/v1"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/render"
 )
 
 // describeRegistries names what readLocalRegistries found, for comparison.
@@ -182,7 +182,7 @@ func TestRegistryObjectsAreNotInputs(t *testing.T) {
 	dir := localDir(t)
 	plan := func() map[string]string {
 		t.Helper()
-		snap, err := render.LoadDir(dir)
+		snap, err := mcrender.LoadDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,10 +21,10 @@ import (
 	tektonv1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/pipeline"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 	"github.com/kiln-dev/kiln/pkg/trigger"
@@ -70,7 +70,7 @@ func runLocal(ctx context.Context, o trigger.Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	snap, err := render.LoadDir(src)
+	snap, err := mcrender.LoadDir(src)
 	if err != nil {
 		return err
 	}

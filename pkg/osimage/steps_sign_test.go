@@ -18,6 +18,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/sign"
 	signlib "github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/signing"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -64,7 +65,7 @@ func TestBuildSignVerifySteps(t *testing.T) {
 	os.WriteFile(filepath.Join(keyDir, "cosign.key"), keys.Priv, 0o600)
 	os.WriteFile(filepath.Join(keyDir, "cosign.password"), append(keys.Pass, '\n'), 0o600)
 	sign := &signing.SignOptions{Options: common, RegistryOptions: reg1, Image: image, AttestOptions: signlib.AttestOptions{RunID: "run-1",
-		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(keyDir, "cosign.key"), PasswordEnv: "KILN_UNSET_PW"}, PasswordFile: filepath.Join(keyDir, "cosign.password")}}
+		SigningOptions: sign.SigningOptions{KeyPath: filepath.Join(keyDir, "cosign.key"), PasswordEnv: "KILN_UNSET_PW"}, PasswordFile: filepath.Join(keyDir, "cosign.password")}}
 	if err := sign.Run(ctx, streams); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/release"
 	"github.com/kiln-dev/kiln/pkg/sign"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -48,7 +47,7 @@ func startRegistry(t *testing.T) (string, registry.Remote) {
 
 func signer(keys string) release.Signer {
 	o := sign.DefaultAttestOptions()
-	o.SigningOptions = step.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")}
+	o.SigningOptions = sign.SigningOptions{KeyPath: filepath.Join(keys, "cosign.key")}
 	o.PasswordFile = filepath.Join(keys, "cosign.password")
 	return o.Input
 }

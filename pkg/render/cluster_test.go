@@ -13,6 +13,7 @@ import (
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -25,7 +26,7 @@ func TestRenderFromCluster(t *testing.T) {
 	e := env.Start(t, env.Options{Kube: true})
 	c := e.Kube.Client
 	const src = "testdata/golden/custom-pool-over-worker"
-	objs, err := LoadDir(src)
+	objs, err := mcrender.LoadDir(src)
 	if err != nil {
 		t.Fatal(err)
 	}

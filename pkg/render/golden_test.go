@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/test/golden"
 )
 
@@ -65,7 +66,7 @@ func TestGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := filepath.Join("testdata", "golden", name)
 			dir, pool := materialize(t, src, srv)
-			objs, err := LoadDir(dir)
+			objs, err := mcrender.LoadDir(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +126,7 @@ func TestBadInputs(t *testing.T) {
 			src := filepath.Join("testdata", "bad", name)
 			dir, pool := materialize(t, src, srv)
 			var got string
-			objs, err := LoadDir(dir)
+			objs, err := mcrender.LoadDir(dir)
 			if err == nil {
 				_, err = Run(context.Background(), objs, pool, testFetcher(), nil)
 			}

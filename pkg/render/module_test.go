@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 )
 
 // TestModuleWithNothingToSignRefused: in directory mode a sign section
@@ -43,7 +45,7 @@ spec:
 			if err := os.WriteFile(filepath.Join(dir, "kmod.yaml"), []byte(md), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			objs, err := LoadDir(dir)
+			objs, err := mcrender.LoadDir(dir)
 			if err == nil {
 				pool, perr := objs.Pool("worker")
 				if perr != nil {

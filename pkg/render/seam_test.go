@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -122,7 +123,7 @@ var clock = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d `)
 func TestRenderFolderAndAPIServerAgree(t *testing.T) {
 	e := env.Start(t, env.Options{Kube: true})
 	c := e.Kube.Client
-	objs, err := LoadDir("testdata/golden/custom-pool-over-worker")
+	objs, err := mcrender.LoadDir("testdata/golden/custom-pool-over-worker")
 	if err != nil {
 		t.Fatal(err)
 	}

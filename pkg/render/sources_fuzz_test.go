@@ -24,7 +24,7 @@ func FuzzRenderWithSources(f *testing.F) {
 	for _, dir := range []string{"testdata/golden", "testdata/bad"} {
 		cases, _ := os.ReadDir(dir)
 		for _, c := range cases {
-			objs, err := LoadDir(filepath.Join(dir, c.Name()))
+			objs, err := mcrender.LoadDir(filepath.Join(dir, c.Name()))
 			if err != nil || len(objs.Configs) < 2 {
 				continue
 			}

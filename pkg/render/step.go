@@ -24,7 +24,7 @@ import (
 // StepOptions are `kiln-steps render`'s flags.
 type StepOptions struct {
 	step.Options
-	step.KubeOptions
+	kube.KubeOptions
 	// Fetch bounds remote-source snapshots.
 	FetchTimeout  time.Duration
 	FetchMaxBytes int64
@@ -41,7 +41,7 @@ const (
 // DefaultStepOptions returns render's options with their defaults.
 func DefaultStepOptions() *StepOptions {
 	return &StepOptions{
-		Options: step.DefaultOptions(), KubeOptions: step.DefaultKubeOptions(),
+		Options: step.DefaultOptions(), KubeOptions: kube.DefaultKubeOptions(),
 		FetchTimeout: DefaultFetchTimeout, FetchMaxBytes: DefaultFetchMaxBytes, FetchAttempts: DefaultFetchAttempts,
 	}
 }
@@ -85,7 +85,7 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 
 // load reads render's objects from --source: the cluster, or a folder
 // through the same client interface (render writes no cluster object).
-func (o *StepOptions) load(ctx context.Context) (*Objects, error) {
+func (o *StepOptions) load(ctx context.Context) (*mcrender.Objects, error) {
 	src, err := kube.SourceOf(&o.KubeOptions, &kube.Folder{})
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func (o *StepOptions) load(ctx context.Context) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load(ctx, c, src.Folder != nil)
+	return mcrender.Load(ctx, c, src.Folder != nil)
 }
 
 // Output is a finished render: the rendered config, the record of its
@@ -114,7 +114,7 @@ type Output struct {
 
 // Run renders pool from objs and prepares the stage's outputs. Progress
 // lines name each input MC in merge order.
-func Run(ctx context.Context, objs *Objects, pool string, f *Fetcher, p *step.Progress) (*Output, error) {
+func Run(ctx context.Context, objs *mcrender.Objects, pool string, f *Fetcher, p *step.Progress) (*Output, error) {
 	mcp, err := objs.Pool(pool)
 	if err != nil {
 		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)
@@ -167,23 +167,23 @@ func Run(ctx context.Context, objs *Objects, pool string, f *Fetcher, p *step.Pr
 }
 
 // record lists every object the render read, for inputs.json.
-func (out *Output) record(objs *Objects, mcp *mcfgv1.MachineConfigPool, mod *kmmv1beta1.ModuleDay0) error {
+func (out *Output) record(objs *mcrender.Objects, mcp *mcfgv1.MachineConfigPool, mod *kmmv1beta1.ModuleDay0) error {
 	add := func(in work.Input, err error) error {
 		if err == nil {
 			out.Inputs = append(out.Inputs, in)
 		}
 		return err
 	}
-	if err := add(NewInput("MachineConfigPool", mcp, mcp.Spec)); err != nil {
+	if err := add(mcrender.NewInput("MachineConfigPool", mcp, mcp.Spec)); err != nil {
 		return err
 	}
 	for _, mc := range out.Result.Inputs {
-		if err := add(NewInput("MachineConfig", mc, mc.Spec)); err != nil {
+		if err := add(mcrender.NewInput("MachineConfig", mc, mc.Spec)); err != nil {
 			return err
 		}
 	}
 	if cur := out.Result.Current; cur != nil {
-		in, err := NewInput("MachineConfig", cur, cur.Spec)
+		in, err := mcrender.NewInput("MachineConfig", cur, cur.Spec)
 		in.Role = work.RoleCurrent
 		if err := add(in, err); err != nil {
 			return err
@@ -191,18 +191,18 @@ func (out *Output) record(objs *Objects, mcp *mcfgv1.MachineConfigPool, mod *kmm
 	}
 	for _, cm := range objs.ConfigMaps {
 		if cm.Name == "machine-config-osimageurl" {
-			if err := add(NewInput("ConfigMap", cm, cm.Data)); err != nil {
+			if err := add(mcrender.NewInput("ConfigMap", cm, cm.Data)); err != nil {
 				return err
 			}
 		}
 	}
 	for _, cv := range objs.ClusterVersions {
-		if err := add(NewInput("ClusterVersion", cv, cv.Status.Desired)); err != nil {
+		if err := add(mcrender.NewInput("ClusterVersion", cv, cv.Status.Desired)); err != nil {
 			return err
 		}
 	}
 	if mod != nil {
-		return add(NewInput("ModuleDay0", mod, mod.Spec))
+		return add(mcrender.NewInput("ModuleDay0", mod, mod.Spec))
 	}
 	return nil
 }

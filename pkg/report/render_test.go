@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/work"
 )
@@ -16,7 +17,7 @@ import (
 // an input but does not merge it; the report's count of MachineConfigs is
 // the one render's log prints.
 func TestRenderRowCountsWhatRenderMerged(t *testing.T) {
-	objs, err := render.LoadDir(filepath.Join("..", "render", "testdata", "golden", "reconcilable-ssh-change"))
+	objs, err := mcrender.LoadDir(filepath.Join("..", "render", "testdata", "golden", "reconcilable-ssh-change"))
 	if err != nil {
 		t.Fatal(err)
 	}

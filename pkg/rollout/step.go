@@ -17,8 +17,8 @@ import (
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/kube"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -28,7 +28,7 @@ import (
 // StepOptions are the flags of `kiln-steps rollout`.
 type StepOptions struct {
 	step.Options
-	Kube     step.KubeOptions
+	Kube     kube.KubeOptions
 	Registry registry.RegistryOptions
 
 	Image          string
@@ -53,7 +53,7 @@ const (
 // policy key is kiln's public key, the same default as verify's.
 func DefaultStepOptions() *StepOptions {
 	return &StepOptions{
-		Options: step.DefaultOptions(), Kube: step.DefaultKubeOptions(),
+		Options: step.DefaultOptions(), Kube: kube.DefaultKubeOptions(),
 		Timeout: DefaultTimeout, SettleTimeout: DefaultSettleTimeout, PolicyKey: step.DefaultPublicKey,
 		DriftGate: DefaultDriftGate,
 	}
@@ -161,7 +161,7 @@ func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier)
 	if err := v.Verify(ctx, o.Image); err != nil {
 		return Result{State: StateRefused}, verifyError(o.Image, o.Pool, err)
 	}
-	objs, err := render.LoadDir(dir)
+	objs, err := mcrender.LoadDir(dir)
 	if err != nil {
 		return Result{State: StateRefused}, err
 	}

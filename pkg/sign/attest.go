@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -14,7 +13,7 @@ import (
 // settings as image-sign, so every object kiln makes is signed by one
 // identity.
 type AttestOptions struct {
-	step.SigningOptions
+	SigningOptions
 	PasswordFile string
 	Keyless      bool
 	FulcioURL    string
@@ -31,7 +30,7 @@ const (
 
 // DefaultAttestOptions returns the attest options with their defaults.
 func DefaultAttestOptions() AttestOptions {
-	return AttestOptions{SigningOptions: step.DefaultSigningOptions(), FulcioURL: DefaultFulcioURL, RekorURL: DefaultRekorURL}
+	return AttestOptions{SigningOptions: DefaultSigningOptions(), FulcioURL: DefaultFulcioURL, RekorURL: DefaultRekorURL}
 }
 
 // Validate reports a keyless setup without its Fulcio URL or token. It

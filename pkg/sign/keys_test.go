@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -38,7 +37,7 @@ func TestGenerateKeyPairIsReadAsAMountedKey(t *testing.T) {
 	}
 
 	image := pushImage(t, reg.Host, "kiln/os:generated")
-	o := AttestOptions{SigningOptions: step.SigningOptions{KeyPath: filepath.Join(dir, KeyFileName)}, PasswordFile: filepath.Join(dir, PasswordFileName)}
+	o := AttestOptions{SigningOptions: SigningOptions{KeyPath: filepath.Join(dir, KeyFileName)}, PasswordFile: filepath.Join(dir, PasswordFileName)}
 	in, err := o.Input(image, testInputs(t, reg.Host))
 	if err != nil {
 		t.Fatal(err)

@@ -65,7 +65,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	t.Setenv("KILN_TEST_SIGN_PW", "pw")
 	var out bytes.Buffer
 	o := &SignOptions{Options: step.Options{Work: work, ResultsDir: results, Pool: "worker"}, RegistryOptions: registry.RegistryOptions{Insecure: []string{reg.Host}},
-		AttestOptions: sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: keyPath, PasswordEnv: "KILN_TEST_SIGN_PW"}, RunID: "run-1"},
+		AttestOptions: sign.AttestOptions{SigningOptions: sign.SigningOptions{KeyPath: keyPath, PasswordEnv: "KILN_TEST_SIGN_PW"}, RunID: "run-1"},
 		Image:         image, Predict: mcrender.PredictFromWorkspace}
 	if err := o.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())

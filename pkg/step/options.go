@@ -3,7 +3,6 @@ package step
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
@@ -13,8 +12,8 @@ import (
 )
 
 // Options are the flags every stage shares. Stage option structs embed it
-// and add the sub-options they need (registry.RegistryOptions, SigningOptions,
-// KubeOptions), in the manner of cosign's options package.
+// and add the sub-options they need (registry.RegistryOptions, sign.SigningOptions,
+// kube.KubeOptions), in the manner of cosign's options package.
 type Options struct {
 	// Work is the root of the "work" workspace.
 	Work string
@@ -75,68 +74,4 @@ func ValidateFormat(format string) error {
 		return fmt.Errorf("--output %q: want %s or %s", format, FormatText, FormatJSON)
 	}
 	return nil
-}
-
-// SigningOptions name a cosign key. The key itself is read from a file (a
-// mounted Secret) and never from a flag, so it cannot show up in a pod spec
-// or a process listing.
-type SigningOptions struct {
-	KeyPath string
-	// PasswordEnv names the environment variable holding the key password.
-	PasswordEnv string
-}
-
-// Defaults of the signing options: the signing-key workspace as the
-// Tasks mount it, and cosign's own password variable.
-const (
-	DefaultKey         = "/etc/kiln/signing/cosign.key"
-	DefaultPasswordEnv = "COSIGN_PASSWORD"
-)
-
-// DefaultSigningOptions returns the signing options with their defaults.
-func DefaultSigningOptions() SigningOptions {
-	return SigningOptions{KeyPath: DefaultKey, PasswordEnv: DefaultPasswordEnv}
-}
-
-// Password returns the key password from the environment.
-func (o *SigningOptions) Password() []byte { return []byte(os.Getenv(o.PasswordEnv)) }
-
-// KubeOptions say where cluster objects come from.
-type KubeOptions struct {
-	// Kubeconfig is a kubeconfig path; empty means controller-runtime's
-	// order: $KUBECONFIG, in-cluster, ~/.kube/config.
-	Kubeconfig string
-	// Context is the kubeconfig context to use; empty means its
-	// current-context.
-	Context string
-	// Source is "cluster" or "dir:PATH" (a directory of manifests).
-	Source string
-}
-
-// SourceCluster is the default source: the cluster's API.
-const SourceCluster = "cluster"
-
-// DefaultKubeOptions returns the kube options with their defaults.
-func DefaultKubeOptions() KubeOptions { return KubeOptions{Source: SourceCluster} }
-
-// Validate reports a malformed --source.
-func (o *KubeOptions) Validate() error {
-	_, err := o.SourceDir()
-	return err
-}
-
-// SourceDir returns the manifest directory of a dir: source, or "" for the cluster.
-func (o *KubeOptions) SourceDir() (string, error) {
-	switch {
-	case o.Source == "cluster":
-		return "", nil
-	case strings.HasPrefix(o.Source, "dir:") && len(o.Source) > len("dir:"):
-		return strings.TrimPrefix(o.Source, "dir:"), nil
-	default:
-		return "", usageErrorf(`--source %q: want "cluster" or "dir:PATH"`, o.Source)
-	}
-}
-
-func usageErrorf(format string, args ...any) error {
-	return &exitcode.UsageError{Err: fmt.Errorf(format, args...)}
 }

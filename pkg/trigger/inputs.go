@@ -20,7 +20,6 @@ import (
 	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/payload"
-	"github.com/kiln-dev/kiln/pkg/render"
 )
 
 // Error carries the reason of a failed sub-step, as flux's reconcilers do;
@@ -157,7 +156,7 @@ func GatherInputs(ctx context.Context, pool *mcfgv1.MachineConfigPool, mcs []*mc
 			return Inputs{}, fail(ReasonInputs, fmt.Errorf("ConfigMap %s/%s: baseOSExtensionsContainerImage: %w", payload.Namespace, payload.OSImageURLMap, err))
 		}
 	}
-	mod, err := (&render.Objects{Modules: mods}).Module(pool)
+	mod, err := (&mcrender.Objects{Modules: mods}).Module(pool)
 	if err != nil {
 		return Inputs{}, fail(ReasonInputs, err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/imageref"
-	"github.com/kiln-dev/kiln/pkg/step"
+	"github.com/kiln-dev/kiln/pkg/kube"
 )
 
 // Options configure the trigger controller.
@@ -79,7 +79,7 @@ const (
 // DefaultOptions returns the trigger's options with their defaults.
 func DefaultOptions() Options {
 	return Options{
-		Source: step.SourceCluster, Namespace: DefaultNamespace, Output: DefaultOutput,
+		Source: kube.SourceCluster, Namespace: DefaultNamespace, Output: DefaultOutput,
 		MetricsAddr: DefaultMetricsAddr, LeaderElect: true, ProbeAddr: DefaultProbeAddr,
 		Settle: DefaultSettle, MaxSettle: DefaultMaxSettle,
 		Local: LocalOptions{StepBinary: DefaultStepBinary, Root: DefaultRoot, BootImagePools: []string{"worker"}},
@@ -91,7 +91,7 @@ func DefaultOptions() Options {
 func (o *Options) Validate() error {
 	var errs []error
 	switch {
-	case o.Source == step.SourceCluster:
+	case o.Source == kube.SourceCluster:
 		if o.Once {
 			errs = append(errs, errors.New("--once needs --source dir:PATH"))
 		}

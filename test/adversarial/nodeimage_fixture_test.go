@@ -120,7 +120,7 @@ func (r *run) build(t *testing.T) map[string]string {
 func (r *run) sign(image string) error {
 	common, reg := r.common()
 	o := &signing.SignOptions{Options: common, RegistryOptions: reg, Image: image, AttestOptions: sign.AttestOptions{RunID: "run-" + r.pool,
-		SigningOptions: step.SigningOptions{KeyPath: filepath.Join(r.site.keyDir, "cosign.key"), PasswordEnv: "KILN_ADVERSARIAL_UNSET"},
+		SigningOptions: sign.SigningOptions{KeyPath: filepath.Join(r.site.keyDir, "cosign.key"), PasswordEnv: "KILN_ADVERSARIAL_UNSET"},
 		PasswordFile:   filepath.Join(r.site.keyDir, "cosign.password")}}
 	return o.Run(context.Background(), step.Streams{Out: &r.out, Err: &r.out})
 }

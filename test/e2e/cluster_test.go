@@ -375,7 +375,7 @@ func (c *cluster) create(ctx context.Context, o client.Object) {
 // rendered is the pool's rendered MachineConfig name as kiln renders it
 // from the cluster, for assertions on the runs' results.
 func (c *cluster) rendered(ctx context.Context, pool string) string {
-	objs, err := render.LoadCluster(ctx, c.c)
+	objs, err := mcrender.LoadCluster(ctx, c.c)
 	if err != nil {
 		c.t.Fatal(err)
 	}

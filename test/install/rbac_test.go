@@ -26,10 +26,10 @@ import (
 	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kmod"
+	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -191,7 +191,7 @@ func hasKey(gs []Grant, key string) bool {
 // renderStage: pkg/render's custom-pool golden case plus a ModuleDay0 in
 // namespace kiln, rendered from the cluster.
 func renderStage(t *testing.T, admin client.Client, kubeconfig string) {
-	objs, err := render.LoadDir(filepath.Join(env.RepoRoot(), "pkg", "render", "testdata", "golden", "custom-pool-over-worker"))
+	objs, err := mcrender.LoadDir(filepath.Join(env.RepoRoot(), "pkg", "render", "testdata", "golden", "custom-pool-over-worker"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -508,7 +508,7 @@ func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 	o := &kmod.BuildOptions{
 		Options:         step.Options{Work: work, ResultsDir: results, Pool: "rbac"},
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{e.Registry.Host}},
-		KubeOptions:     step.KubeOptions{Source: "cluster", Kubeconfig: kubeconfig},
+		KubeOptions:     kube.KubeOptions{Source: "cluster", Kubeconfig: kubeconfig},
 		// OS_AUTO is given, yet the step still reads the payload
 		// ConfigMap (it always does in cluster mode).
 		OSImage: osImage, SecretsDir: t.TempDir(),
@@ -519,7 +519,7 @@ func kmodBuildStage(t *testing.T, e *env.Env, kubeconfig string) {
 	}
 	// The Task's attest step signs, attests and records the Built status.
 	a := &kmod.AttestOptions{Options: o.Options, RegistryOptions: o.RegistryOptions, KubeOptions: o.KubeOptions,
-		Attest: sign.AttestOptions{SigningOptions: step.SigningOptions{KeyPath: cosignKey}, PasswordFile: cosignPass}}
+		Attest: sign.AttestOptions{SigningOptions: sign.SigningOptions{KeyPath: cosignKey}, PasswordFile: cosignPass}}
 	if err := a.Run(ctx, step.Streams{Out: &out, Err: &out}); err != nil {
 		t.Fatalf("kmod-attest as kiln-kmod-build: %v\n%s", err, out.String())
 	}

@@ -1,4 +1,4 @@
-package render
+package mcrender
 
 import (
 	"context"
@@ -43,20 +43,20 @@ func LoadDir(dir string) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	return load(context.Background(), c, true)
+	return Load(context.Background(), c, true)
 }
 
 // LoadCluster reads render's objects from the API server.
 func LoadCluster(ctx context.Context, c client.Client) (*Objects, error) {
-	return load(ctx, c, false)
+	return Load(ctx, c, false)
 }
 
-// load reads render's objects from c. A folder is read whole: every
+// Load reads render's objects from c. A folder is read whole: every
 // ConfigMap and ClusterVersion it holds is kept, and Payload and the
 // inputs pick theirs, as folder mode always did; from the API server only
 // the two objects render reads are fetched, so the step needs no right to
 // list ConfigMaps.
-func load(ctx context.Context, c client.Client, folder bool) (*Objects, error) {
+func Load(ctx context.Context, c client.Client, folder bool) (*Objects, error) {
 	o := &Objects{}
 	var pools mcfgv1.MachineConfigPoolList
 	var mcs mcfgv1.MachineConfigList
