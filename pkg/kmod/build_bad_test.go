@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // TestKmodBadInputs: every bad input fails with the object, field and
@@ -27,13 +28,13 @@ func TestKmodBadInputs(t *testing.T) {
 	osImage := env.PushOSImage(t, e.Registry.Ref("payload/rhel-coreos:test"), kver)
 	unsigned := e.Registry.Ref("kmods/given:unsigned")
 	srcRef, _ := name.ParseReference(unsigned, name.Insecure)
-	if err := remote.Write(srcRef, unsignedImage(t, true)); err != nil {
+	if err := remote.Write(srcRef, kmodtest.UnsignedImage(t, true)); err != nil {
 		t.Fatal(err)
 	}
 	noDTKRelease := env.PushRelease(t, e.Registry.Ref("ocp/release:no-dtk"), "4.20.0", map[string]string{"rhel-coreos": osImage})
 	const md = "ModuleDay0 openshift-kmm/kiln-hello: "
 	failing := "ARG OS_AUTO\nFROM ${OS_AUTO}\nRUN echo kiln-step-output-before-failure && exit 3\n"
-	other := newKeyPair(t, "someone else")
+	other := kmodtest.NewKeyPair(t, "someone else")
 
 	cases := []struct {
 		name string
@@ -156,7 +157,7 @@ func TestKmodBadInputs(t *testing.T) {
 		{
 			name: "cert of another key",
 			sign: true,
-			edit: func(t *testing.T, f *fixture) { f.certFile = other.certPEM },
+			edit: func(t *testing.T, f *fixture) { f.certFile = other.CertPEM },
 			want: func(*fixture) string {
 				return md + `Secrets "kmm-kmod-signing-cert"/"kmm-kmod-signing-key": creating module signer: the key does not match the certificate of "someone else"`
 			},
@@ -168,7 +169,7 @@ func TestKmodBadInputs(t *testing.T) {
 				f.md.Spec.OSMapping.Sign.FilesToSign = []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/nvidia*.ko"}
 			},
 			want: func(*fixture) string {
-				return md + `spec.osMapping.sign.filesToSign[0] "/opt/lib/modules/${KERNEL_FULL_VERSION}/nvidia*.ko": matches no file in the image (as "/opt/lib/modules/` + testKernel + `/nvidia*.ko")`
+				return md + `spec.osMapping.sign.filesToSign[0] "/opt/lib/modules/${KERNEL_FULL_VERSION}/nvidia*.ko": matches no file in the image (as "/opt/lib/modules/` + kmodtest.Kernel + `/nvidia*.ko")`
 			},
 		},
 	}

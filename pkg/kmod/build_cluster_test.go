@@ -15,6 +15,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // TestKmodBuildFromCluster reads the Dockerfile ConfigMap, the payload
@@ -80,7 +81,7 @@ func TestKmodBuildFromCluster(t *testing.T) {
 	if got := f.image(t); !strings.HasPrefix(got, e.Registry.Ref("kmods/rhcos@sha256:")) {
 		t.Fatalf("KMOD_IMAGE_URL %s", got)
 	}
-	files, _ := flattenImage(t, pull(t, f.md.Spec.OSMapping.ContainerImage))
+	files, _ := kmodtest.FlattenImage(t, pull(t, f.md.Spec.OSMapping.ContainerImage))
 	// MOD_NAME is the ModuleDay0's name; KERNEL_FULL_VERSION is the OS
 	// image's /usr/lib/modules folder.
 	if got := string(files["opt/lib/modules/"+kver+"/built-by"]); got != "kiln-hello\n" {
@@ -107,7 +108,7 @@ func TestKmodBuildFromCluster(t *testing.T) {
 	if err := f.build(t, &log); err != nil {
 		t.Fatalf("kmod-build with --dtk-image: %v\n%s", err, log.String())
 	}
-	files, _ = flattenImage(t, pull(t, f.md.Spec.OSMapping.ContainerImage))
+	files, _ = kmodtest.FlattenImage(t, pull(t, f.md.Spec.OSMapping.ContainerImage))
 	if got := string(files["opt/dtk-auto"]); got != flagDTK+"\n" || strings.Contains(log.String(), "release's driver-toolkit") {
 		t.Errorf("with --dtk-image %s: DTK_AUTO in the build = %q; log:\n%s", flagDTK, got, log.String())
 	}

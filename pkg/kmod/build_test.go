@@ -1,7 +1,6 @@
 package kmod_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"github.com/sigstore/cosign/v2/pkg/cosign"
@@ -35,6 +33,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 const buildSecretValue = "kiln-build-token-3f9a1c"
@@ -106,8 +105,8 @@ func newFixture(t *testing.T, e *env.Env, osImage, dtkImage, dockerfile string) 
 	}
 	writeFile(t, filepath.Join(f.manifests, "dockerfile.yaml"), configMapYAML("kmm-kmod-dockerfile", "dockerfile", dockerfile))
 	writeFile(t, filepath.Join(f.secrets, "build-secret", "token"), buildSecretValue)
-	kp := newKeyPair(t, "kiln day-0 signer")
-	f.certFile, f.keyFile = kp.certPEM, kp.keyPEM
+	kp := kmodtest.NewKeyPair(t, "kiln day-0 signer")
+	f.certFile, f.keyFile = kp.CertPEM, kp.KeyPEM
 	f.cosign = cosignKeys(t)
 	return f
 }
@@ -282,7 +281,7 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	if d, _ := tagged.Digest(); d.String() != rep.Digest {
 		t.Errorf("tag 414-unsigned is %s, report says %s", d, rep.Digest)
 	}
-	files, raw := flattenImage(t, tagged)
+	files, raw := kmodtest.FlattenImage(t, tagged)
 	ko := "opt/lib/modules/" + kver + "/kiln-hello.ko"
 	if _, ok := files[ko]; !ok {
 		t.Fatalf("unsigned image lacks %s; has %d files", ko, len(files))
@@ -303,18 +302,18 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	}
 	signedRef := f.image(t)
 	signed := pull(t, signedRef)
-	sfiles, _ := flattenImage(t, signed)
+	sfiles, _ := kmodtest.FlattenImage(t, signed)
 	// kmod-sign moved the module to where the booted kernel loads it,
 	// ran depmod for that kernel, and took /opt out.
 	placed := "usr/lib/modules/" + kver + "/extra/kiln-hello.ko"
-	wantBooted(t, extractRoot(t, signed), kver, map[string]string{"kiln-hello": "kiln day-0 signer"})
+	kmodtest.WantBooted(t, kmodtest.ExtractRoot(t, signed), kver, map[string]string{"kiln-hello": "kiln day-0 signer"})
 	p := filepath.Join(t.TempDir(), "kiln-hello.ko")
 	writeFile(t, p, string(sfiles[placed]))
-	sig := modinfoSig(t, p)
+	sig := kmodtest.ModinfoSig(t, p)
 	if sig["signer"] != "kiln day-0 signer" || sig["sig_hashalgo"] != "sha256" || sig["sig_id"] != "PKCS#7" {
 		t.Errorf("modinfo of the module in %s: %v", signedRef, sig)
 	}
-	t.Logf("modinfo of the signed module from the final kmod image:\n%s", modinfoText(t, p))
+	t.Logf("modinfo of the signed module from the final kmod image:\n%s", kmodtest.ModinfoText(t, p))
 
 	// A second kmod-build proves the unsigned image it pushed (kiln's
 	// attestation for the same inputs) and builds nothing: its results
@@ -346,7 +345,7 @@ func TestKmodBuildSignCompose(t *testing.T) {
 	if err != nil {
 		t.Fatalf("image-build on the kmod image: %v", err)
 	}
-	final, _ := flattenImage(t, pull(t, res.Ref))
+	final, _ := kmodtest.FlattenImage(t, pull(t, res.Ref))
 	if got := string(final["etc/kiln-kmod.conf"]); got != "options kiln_hello debug=1\n" {
 		t.Errorf("final image /etc/kiln-kmod.conf = %q", got)
 	}
@@ -366,45 +365,6 @@ func pull(t *testing.T, ref string) v1.Image {
 		t.Fatalf("pulling %s: %v", ref, err)
 	}
 	return img
-}
-
-// flattenImage returns the final filesystem's regular files and the
-// concatenated raw layer tars (to look for leaked secrets).
-func flattenImage(t *testing.T, img v1.Image) (map[string][]byte, []byte) {
-	t.Helper()
-	var raw bytes.Buffer
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range layers {
-		rc, err := l.Uncompressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(&raw, rc); err != nil {
-			t.Fatal(err)
-		}
-		rc.Close()
-	}
-	files := map[string][]byte{}
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			b, _ := io.ReadAll(tr)
-			files[strings.TrimPrefix(h.Name, "/")] = b
-		}
-	}
-	return files, raw.Bytes()
 }
 
 func renderedWithFile(t *testing.T, path, content string) *mcfgv1.MachineConfig {

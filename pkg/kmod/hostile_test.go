@@ -26,6 +26,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // registryCredential stands in for the pull secret in the registry-auth
@@ -101,7 +102,7 @@ func TestHostileDockerfileFindsNoKey(t *testing.T) {
 		if err := buildOnly(t, f, &log); err != nil {
 			t.Fatalf("kmod-build: %v\n%s", err, log.String())
 		}
-		files, raw := flattenImage(t, pull(t, f.image(t)))
+		files, raw := kmodtest.FlattenImage(t, pull(t, f.image(t)))
 		probe := string(files["probe.txt"])
 		if !strings.Contains(probe, "control:\n"+buildSecretValue) {
 			t.Fatalf("the probe did not read its own build secret (the control); probe.txt:\n%s", probe)

@@ -17,6 +17,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // rtDockerfile builds like the sample's: the driver toolkit's headers of
@@ -78,8 +79,8 @@ func TestKmodBuildForRealtimePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := extractRoot(t, signed)
-	wantBooted(t, root, rt, map[string]string{"kiln-hello": "kiln day-0 signer"})
+	root := kmodtest.ExtractRoot(t, signed)
+	kmodtest.WantBooted(t, root, rt, map[string]string{"kiln-hello": "kiln day-0 signer"})
 	placed, err := modsign.PlacedModules(signed, rt)
 	if diff := cmp.Diff([]string{"/usr/lib/modules/" + rt + "/extra/kiln-hello.ko"}, placed); err != nil || diff != "" {
 		t.Errorf("PlacedModules(%s) (-want +got), %v:\n%s", rt, err, diff)

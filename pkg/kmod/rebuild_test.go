@@ -13,6 +13,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // TestRebuildUnsignedAndResignGiveThePushedDigests runs kmod-build (with
@@ -62,7 +63,7 @@ func TestRebuildUnsignedAndResignGiveThePushedDigests(t *testing.T) {
 		t.Errorf("kmod-sign pushed %s, re-signing gives %s", signed.Digest, resigned.Digest)
 	}
 
-	files, _ := flattenImage(t, unsigned.Image)
+	files, _ := kmodtest.FlattenImage(t, unsigned.Image)
 	var mod []byte
 	for p, b := range files {
 		if strings.HasSuffix(p, ".ko") {

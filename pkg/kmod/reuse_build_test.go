@@ -13,6 +13,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // markerDockerfile builds on OS_AUTO alone (no driver toolkit): enough
@@ -34,7 +35,7 @@ func TestKmodBuildReusesOnlyWhatKilnProves(t *testing.T) {
 	// OS_AUTO by tag: kmod-build resolves it to a digest once and builds
 	// FROM that digest.
 	osTag := e.Registry.Ref("payload/rhel-coreos:test")
-	env.PushOSImage(t, osTag, testKernel)
+	env.PushOSImage(t, osTag, kmodtest.Kernel)
 	f := newFixture(t, e, osTag, "", markerDockerfile)
 	f.md.Spec.OSMapping.Sign = nil
 	target := f.md.Spec.OSMapping.ContainerImage
@@ -79,14 +80,14 @@ func TestKmodBuildReusesOnlyWhatKilnProves(t *testing.T) {
 
 	t.Run("a moved OS_AUTO tag changes the inputs and rebuilds from the new digest", func(t *testing.T) {
 		before := f.image(t)
-		moved := env.PushOSImage(t, osTag, testKernel+".1")
+		moved := env.PushOSImage(t, osTag, kmodtest.Kernel+".1")
 		log := mustBuild(t, f)
 		wantRejectedIn(t, f, work.KmodBuildFile, log, target+" holds "+before[strings.Index(before, "@")+1:]+" "+notProven+": parameter buildArgs")
 		if f.image(t) == before {
 			t.Errorf("kmod-build kept %s after OS_AUTO moved; log:\n%s", before, log)
 		}
-		if rep := readReport(t, f, work.KmodBuildFile); rep.Inputs.Parameters["osImage"] != moved || rep.Kernel != testKernel+".1" {
-			t.Errorf("build.json osImage %q kernel %q, want %s and %s.1", rep.Inputs.Parameters["osImage"], rep.Kernel, moved, testKernel)
+		if rep := readReport(t, f, work.KmodBuildFile); rep.Inputs.Parameters["osImage"] != moved || rep.Kernel != kmodtest.Kernel+".1" {
+			t.Errorf("build.json osImage %q kernel %q, want %s and %s.1", rep.Inputs.Parameters["osImage"], rep.Kernel, moved, kmodtest.Kernel)
 		}
 	})
 }
@@ -105,11 +106,11 @@ func wantNoBackdoor(t *testing.T, f *fixture, planted string) {
 	if f.result(t, "KMOD_IMAGE_DIGEST") == planted {
 		t.Fatalf("kmod-build reused the planted %s", planted)
 	}
-	files, _ := flattenImage(t, pull(t, f.image(t)))
+	files, _ := kmodtest.FlattenImage(t, pull(t, f.image(t)))
 	if _, ok := files["opt/kiln/backdoor"]; ok {
 		t.Errorf("%s carries the planted file", f.image(t))
 	}
-	if got := string(files["opt/kiln/built"]); got != "built for "+testKernel+"\n" {
+	if got := string(files["opt/kiln/built"]); got != "built for "+kmodtest.Kernel+"\n" {
 		t.Errorf("%s /opt/kiln/built = %q", f.image(t), got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // notProven is the start of the rejection every reuse check logs, after
@@ -32,7 +33,7 @@ const notProven = "with no kiln attestation for these inputs"
 func TestKmodSignReusesOnlyWhatKilnProves(t *testing.T) {
 	e := env.Start(t, env.Options{Registry: true})
 	unsignedRef := e.Registry.Ref("kmods/given:unsigned")
-	unsigned := unsignedImage(t, true)
+	unsigned := kmodtest.UnsignedImage(t, true)
 	push(t, unsignedRef, unsigned)
 	newSignFixture := func(t *testing.T, tag string) *fixture {
 		f := newFixture(t, e, "", "", "")
@@ -93,8 +94,8 @@ func TestKmodSignReusesOnlyWhatKilnProves(t *testing.T) {
 
 		// Rotation: the Secrets now hold a new certificate. The old image's
 		// attestation names the old certificate, so it proves nothing.
-		kp := newKeyPair(t, "kiln new signer")
-		f.certFile, f.keyFile = kp.certPEM, kp.keyPEM
+		kp := kmodtest.NewKeyPair(t, "kiln new signer")
+		f.certFile, f.keyFile = kp.CertPEM, kp.KeyPEM
 		log := mustSign(t, f)
 		wantRejected(t, f, log, f.md.Spec.OSMapping.ContainerImage+" holds "+old+" "+notProven+": parameter certificateHash")
 		wantSigners(t, f, "kiln new signer")
@@ -108,7 +109,7 @@ func TestKmodSignReusesOnlyWhatKilnProves(t *testing.T) {
 		push(t, f.md.Spec.OSMapping.ContainerImage, pull(t, oldRef))
 		attest(t, f, oldRef, rotated)
 		log = mustSign(t, f)
-		wantRejected(t, f, log, f.md.Spec.OSMapping.ContainerImage+" holds "+old+", attested by kiln, but its module /usr/lib/modules/"+testKernel+
+		wantRejected(t, f, log, f.md.Spec.OSMapping.ContainerImage+" holds "+old+", attested by kiln, but its module /usr/lib/modules/"+kmodtest.Kernel+
 			"/extra/kmm_ci_a.ko: signed by another certificate (issuer \"CN=kiln old signer\"")
 		if f.result(t, "KMOD_IMAGE_DIGEST") == old {
 			t.Fatal("kmod-sign reused modules signed by the old certificate")
@@ -124,14 +125,14 @@ func TestKmodSignReusesOnlyWhatKilnProves(t *testing.T) {
 		// kmod-build's report names its output by digest; then the tag moves.
 		writeFile(t, filepath.Join(work.Workspace{Root: f.work}.StageDir(work.StageKmodBuild), work.KmodBuildFile),
 			`{"image":"`+builtRef+`","digest":"`+built+`"}`)
-		push(t, movedTag, withFile(t, unsigned, "opt/lib/modules/"+testKernel+"/planted.ko", "\x7fELF planted"))
+		push(t, movedTag, withFile(t, unsigned, "opt/lib/modules/"+kmodtest.Kernel+"/planted.ko", "\x7fELF planted"))
 		f.md.Spec.OSMapping.Sign.UnsignedImage = movedTag
 		mustSign(t, f)
 		if got := signReport(t, f).Inputs.Parameters["unsignedImage"]; got != builtRef {
 			t.Errorf("kmod-sign signed %s, want kmod-build's %s", got, builtRef)
 		}
-		files, _ := flattenImage(t, pull(t, f.image(t)))
-		for _, p := range []string{"opt/lib/modules/" + testKernel + "/planted.ko", "usr/lib/modules/" + testKernel + "/extra/planted.ko"} {
+		files, _ := kmodtest.FlattenImage(t, pull(t, f.image(t)))
+		for _, p := range []string{"opt/lib/modules/" + kmodtest.Kernel + "/planted.ko", "usr/lib/modules/" + kmodtest.Kernel + "/extra/planted.ko"} {
 			if _, ok := files[p]; ok {
 				t.Errorf("the image behind the moved tag was signed: it has %s", p)
 			}
@@ -182,7 +183,7 @@ func wantRejectedIn(t *testing.T, f *fixture, report, log, want string) {
 // verifies with the certificate in the Secret now.
 func wantSigners(t *testing.T, f *fixture, cn string) {
 	t.Helper()
-	files, _ := flattenImage(t, pull(t, f.image(t)))
+	files, _ := kmodtest.FlattenImage(t, pull(t, f.image(t)))
 	certPEM, err := os.ReadFile(f.certFile)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +200,7 @@ func wantSigners(t *testing.T, f *fixture, cn string) {
 		n++
 		ko := filepath.Join(t.TempDir(), filepath.Base(p))
 		writeFile(t, ko, string(b))
-		if got := modinfoSig(t, ko)["signer"]; got != cn {
+		if got := kmodtest.ModinfoSig(t, ko)["signer"]; got != cn {
 			t.Errorf("modinfo -F signer %s in %s = %q, want %q", p, f.image(t), got, cn)
 		}
 		if err := modsign.SignedBy(b, cert); err != nil {

@@ -16,6 +16,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmod"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // TestKmodSignFromCluster: in cluster mode kmod-sign records in the live
@@ -29,7 +30,7 @@ func TestKmodSignFromCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(srcRef, unsignedImage(t, true)); err != nil {
+	if err := remote.Write(srcRef, kmodtest.UnsignedImage(t, true)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Kube.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-kmm"}}); err != nil {

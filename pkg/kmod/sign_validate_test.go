@@ -20,6 +20,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/step"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // TestKmodSignStepRefusesEmptyFilesToSign: the kmod-sign step, given a
@@ -30,7 +31,7 @@ func TestKmodSignStepRefusesEmptyFilesToSign(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
 	unsigned, target := r.Ref("kmods/rhcos:unsigned"), r.Ref("kmods/rhcos:signed")
 	src, _ := name.ParseReference(unsigned, name.Insecure)
-	if err := remote.Write(src, unsignedImage(t, true)); err != nil {
+	if err := remote.Write(src, kmodtest.UnsignedImage(t, true)); err != nil {
 		t.Fatal(err)
 	}
 	md := &kmmv1beta1.ModuleDay0{ObjectMeta: metav1.ObjectMeta{Name: "realtime-kmod", Namespace: "kmm"}, Spec: kmmv1beta1.ModuleDay0Spec{

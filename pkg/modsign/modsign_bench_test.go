@@ -10,6 +10,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // BenchmarkSignModule signs a real module with kiln's signer and reports
@@ -22,13 +23,13 @@ func BenchmarkSignModule(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kp := newKeyPairTB(b)
+	kp := kmodtest.NewKeyPair(b, "kiln bench signer")
 	signFile, err := env.SignFile()
 	if err != nil {
 		b.Fatal(err)
 	}
 	work := filepath.Join(b.TempDir(), "ref.ko")
-	s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	s, err := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func BenchmarkSignModule(b *testing.B) {
 		if err := os.WriteFile(work, unsigned, 0o644); err != nil {
 			b.Fatal(err)
 		}
-		if out, err := exec.Command(signFile, "sha256", kp.keyPEM, kp.certPEM, work).CombinedOutput(); err != nil {
+		if out, err := exec.Command(signFile, "sha256", kp.KeyPEM, kp.CertPEM, work).CombinedOutput(); err != nil {
 			b.Fatalf("sign-file: %v\n%s", err, out)
 		}
 		ref += time.Since(start)

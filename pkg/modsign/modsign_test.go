@@ -6,84 +6,18 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
-
-type keyPair struct {
-	cert             *x509.Certificate
-	key              crypto.Signer
-	certPEM, keyPEM  string // file paths, for sign-file and openssl
-	certData, keyRaw []byte
-}
-
-func newKeyPair(t *testing.T, cn string) keyPair { return newKeyPairCN(t, cn) }
-
-func newKeyPairTB(b *testing.B) keyPair { return newKeyPairCN(b, "kiln bench signer") }
-
-func newKeyPairCN(t testing.TB, cn string) keyPair {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(0x6c28dd5df3c5),
-		Subject:      pkix.Name{CommonName: cn, Organization: []string{"kiln"}},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	dir := t.TempDir()
-	kp := keyPair{cert: cert, key: key, certPEM: filepath.Join(dir, "cert.pem"), keyPEM: filepath.Join(dir, "key.pem")}
-	kp.certData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	kp.keyRaw = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	if err := os.WriteFile(kp.certPEM, kp.certData, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(kp.keyPEM, kp.keyRaw, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kp
-}
-
-// modinfoSig returns modinfo's signature fields for a module file.
-func modinfoSig(t *testing.T, path string) map[string]string {
-	t.Helper()
-	modinfo, err := env.LookTool("modinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields := map[string]string{}
-	for _, f := range []string{"sig_id", "signer", "sig_key", "sig_hashalgo"} {
-		out, err := exec.Command(modinfo, "-F", f, path).Output()
-		if err != nil {
-			t.Fatalf("modinfo -F %s %s: %v", f, path, err)
-		}
-		fields[f] = strings.TrimSpace(string(out))
-	}
-	return fields
-}
 
 // TestSignMatchesSignFile signs a real compiled module with kiln's Go signer
 // and with the kernel's scripts/sign-file, and checks that modinfo reads
@@ -95,7 +29,7 @@ func TestSignMatchesSignFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp := newKeyPair(t, "kiln test signer")
+	kp := kmodtest.NewKeyPair(t, "kiln test signer")
 	dir := t.TempDir()
 
 	// Reference: sign-file.
@@ -107,12 +41,12 @@ func TestSignMatchesSignFile(t *testing.T) {
 	if err := os.WriteFile(ref, unsigned, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(signFile, "sha256", kp.keyPEM, kp.certPEM, ref).CombinedOutput(); err != nil {
+	if out, err := exec.Command(signFile, "sha256", kp.KeyPEM, kp.CertPEM, ref).CombinedOutput(); err != nil {
 		t.Fatalf("sign-file: %v\n%s", err, out)
 	}
 
 	// Ours.
-	cert, key, err := modsign.LoadKeyPair(kp.certData, kp.keyRaw)
+	cert, key, err := modsign.LoadKeyPair(kp.CertData, kp.KeyRaw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +63,7 @@ func TestSignMatchesSignFile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	want, got := modinfoSig(t, ref), modinfoSig(t, ours)
+	want, got := kmodtest.ModinfoSig(t, ref), kmodtest.ModinfoSig(t, ours)
 	if want["signer"] != "kiln test signer" || want["sig_hashalgo"] != "sha256" || want["sig_id"] != "PKCS#7" {
 		t.Fatalf("sign-file reference reads unexpectedly: %v", want)
 	}
@@ -138,7 +72,7 @@ func TestSignMatchesSignFile(t *testing.T) {
 			t.Errorf("modinfo %s: ours %q, sign-file %q", f, got[f], w)
 		}
 	}
-	t.Logf("modinfo of a module signed by kiln's Go signer:\n%s", modinfoText(t, ours))
+	t.Logf("modinfo of a module signed by kiln's Go signer:\n%s", kmodtest.ModinfoText(t, ours))
 
 	// openssl verifies our PKCS#7 over the unsigned content.
 	content, sig, err := modsign.ParseSignature(signed)
@@ -152,24 +86,16 @@ func TestSignMatchesSignFile(t *testing.T) {
 	_ = os.WriteFile(sigPath, sig.PKCS7, 0o644)
 	_ = os.WriteFile(contentPath, content, 0o644)
 	out, err := exec.Command("openssl", "cms", "-verify", "-binary", "-inform", "DER", "-in", sigPath,
-		"-content", contentPath, "-CAfile", kp.certPEM, "-purpose", "any", "-out", os.DevNull).CombinedOutput()
+		"-content", contentPath, "-CAfile", kp.CertPEM, "-purpose", "any", "-out", os.DevNull).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "Verification successful") {
 		t.Fatalf("openssl cms -verify: %v\n%s", err, out)
 	}
 	// And rejects it over other content.
 	_ = os.WriteFile(contentPath, append(content, 0), 0o644)
 	if out, err := exec.Command("openssl", "cms", "-verify", "-binary", "-inform", "DER", "-in", sigPath,
-		"-content", contentPath, "-CAfile", kp.certPEM, "-purpose", "any", "-out", os.DevNull).CombinedOutput(); err == nil {
+		"-content", contentPath, "-CAfile", kp.CertPEM, "-purpose", "any", "-out", os.DevNull).CombinedOutput(); err == nil {
 		t.Fatalf("openssl accepted the signature over modified content:\n%s", out)
 	}
-}
-
-func modinfoText(t *testing.T, path string) string {
-	out, err := exec.Command("modinfo", path).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return regexp.MustCompile(`(?m)^\t\t.*\n`).ReplaceAllString(string(out), "") // drop the signature hex dump
 }
 
 // TestResignReplaces: an already-signed module (by sign-file, another key)
@@ -177,16 +103,16 @@ func modinfoText(t *testing.T, path string) string {
 func TestResignReplaces(t *testing.T) {
 	ko := env.BuildKernelModule(t, "kiln_twice", env.HelloModuleSource)
 	unsigned, _ := os.ReadFile(ko)
-	old, ours := newKeyPair(t, "old vendor key"), newKeyPair(t, "kiln re-signer")
+	old, ours := kmodtest.NewKeyPair(t, "old vendor key"), kmodtest.NewKeyPair(t, "kiln re-signer")
 	signFile, err := env.SignFile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(signFile, "sha512", old.keyPEM, old.certPEM, ko).CombinedOutput(); err != nil {
+	if out, err := exec.Command(signFile, "sha512", old.KeyPEM, old.CertPEM, ko).CombinedOutput(); err != nil {
 		t.Fatalf("sign-file: %v\n%s", err, out)
 	}
 	signedByOld, _ := os.ReadFile(ko)
-	s, err := modsign.NewSigner(ours.cert, ours.key, crypto.SHA256)
+	s, err := modsign.NewSigner(ours.Cert, ours.Key, crypto.SHA256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,41 +138,41 @@ func TestResignReplaces(t *testing.T) {
 	}
 	p := filepath.Join(t.TempDir(), "m.ko")
 	_ = os.WriteFile(p, twice, 0o644)
-	if got := modinfoSig(t, p); got["signer"] != "kiln re-signer" || got["sig_hashalgo"] != "sha256" {
+	if got := kmodtest.ModinfoSig(t, p); got["signer"] != "kiln re-signer" || got["sig_hashalgo"] != "sha256" {
 		t.Errorf("modinfo after re-signing: %v", got)
 	}
 }
 
 func TestSignerRejects(t *testing.T) {
-	kp := newKeyPair(t, "a")
-	other := newKeyPair(t, "b")
-	if _, err := modsign.NewSigner(kp.cert, other.key, crypto.SHA256); err == nil || !strings.Contains(err.Error(), `the key does not match the certificate of "a"`) {
+	kp := kmodtest.NewKeyPair(t, "a")
+	other := kmodtest.NewKeyPair(t, "b")
+	if _, err := modsign.NewSigner(kp.Cert, other.Key, crypto.SHA256); err == nil || !strings.Contains(err.Error(), `the key does not match the certificate of "a"`) {
 		t.Errorf("mismatched key: got %v", err)
 	}
-	if _, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA1); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if _, err := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA1); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Errorf("sha1: got %v", err)
 	}
-	s, _ := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	s, _ := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
 	if _, err := s.Sign([]byte("#!/bin/sh\n")); err == nil || !strings.Contains(err.Error(), "not an ELF file") {
 		t.Errorf("non-ELF: got %v", err)
 	}
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if _, err := modsign.NewSigner(kp.cert, ec, crypto.SHA256); err == nil {
+	if _, err := modsign.NewSigner(kp.Cert, ec, crypto.SHA256); err == nil {
 		t.Error("EC key for an RSA certificate accepted")
 	}
 }
 
 func TestLoadKeyPairErrors(t *testing.T) {
-	kp := newKeyPair(t, "a")
+	kp := kmodtest.NewKeyPair(t, "a")
 	cases := []struct {
 		name       string
 		cert, key  []byte
 		wantErr    string
 		wantSecret bool
 	}{
-		{"bad cert", []byte("not a cert"), kp.keyRaw, "parsing signing certificate", false},
-		{"no key PEM", kp.certData, []byte("garbage"), "parsing signing key: no PEM block found", false},
-		{"bad key", kp.certData, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("secret-bytes")}), "parsing signing key (PRIVATE KEY block): not a PKCS#1, PKCS#8 or EC private key", false},
+		{"bad cert", []byte("not a cert"), kp.KeyRaw, "parsing signing certificate", false},
+		{"no key PEM", kp.CertData, []byte("garbage"), "parsing signing key: no PEM block found", false},
+		{"bad key", kp.CertData, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("secret-bytes")}), "parsing signing key (PRIVATE KEY block): not a PKCS#1, PKCS#8 or EC private key", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,8 +186,8 @@ func TestLoadKeyPairErrors(t *testing.T) {
 		})
 	}
 	// DER certificates (as KMM secrets often hold) load too.
-	b, _ := pem.Decode(kp.certData)
-	if _, _, err := modsign.LoadKeyPair(b.Bytes, kp.keyRaw); err != nil {
+	b, _ := pem.Decode(kp.CertData)
+	if _, _, err := modsign.LoadKeyPair(b.Bytes, kp.KeyRaw); err != nil {
 		t.Errorf("DER certificate: %v", err)
 	}
 }

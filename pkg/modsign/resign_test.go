@@ -16,14 +16,15 @@ import (
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // TestModuleSignatureIsDeterministicWithoutSigningTime signs one module
 // twice with one RSA key: the bytes are equal, and the PKCS#7 carries no
 // signed attributes (so no signing time) for a rebuild to differ in.
 func TestModuleSignatureIsDeterministicWithoutSigningTime(t *testing.T) {
-	kp := newKeyPair(t, "kiln deterministic signer")
-	s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	kp := kmodtest.NewKeyPair(t, "kiln deterministic signer")
+	s, err := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestModuleSignatureIsDeterministicWithoutSigningTime(t *testing.T) {
 
 // modA is where kmod-sign puts the module filesToSign names as
 // /opt/lib/modules/<kver>/kmm_ci_a.ko.
-const modA = "/usr/lib/modules/" + testKernel + "/extra/kmm_ci_a.ko"
+const modA = "/usr/lib/modules/" + kmodtest.Kernel + "/extra/kmm_ci_a.ko"
 
 // TestResign re-signs an unsigned image with the signatures of kmod-sign's
 // image, without the key, and gets kmod-sign's digest; it refuses a module
@@ -65,16 +66,16 @@ const modA = "/usr/lib/modules/" + testKernel + "/extra/kmm_ci_a.ko"
 // modules that are missing or unsigned, naming the file.
 func TestResign(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
-	unsigned := unsignedImage(t, true)
+	unsigned := kmodtest.UnsignedImage(t, true)
 	src, _ := name.ParseReference(r.Ref("kmods/rhcos:unsigned"), name.Insecure)
 	if err := remote.Write(src, unsigned); err != nil {
 		t.Fatal(err)
 	}
 	ud, _ := unsigned.Digest()
 	patterns := []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/*.ko"}
-	ours, theirs := newKeyPair(t, "kiln kmod signer"), newKeyPair(t, "someone else")
-	signWith := func(kp keyPair, tag string) (v1.Image, v1.Hash) {
-		s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	ours, theirs := kmodtest.NewKeyPair(t, "kiln kmod signer"), kmodtest.NewKeyPair(t, "someone else")
+	signWith := func(kp kmodtest.KeyPair, tag string) (v1.Image, v1.Hash) {
+		s, err := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,10 +92,10 @@ func TestResign(t *testing.T) {
 	}
 	signed, want := signWith(ours, "signed")
 	foreign, _ := signWith(theirs, "foreign")
-	certHash, serial := modsign.CertID(ours.cert)
+	certHash, serial := modsign.CertID(ours.Cert)
 	in, err := trust.KmodSign{Module: "openshift-kmm/kiln-hello", Target: r.Ref("kmods/rhcos:signed"),
 		Unsigned: src.Context().Digest(ud.String()).String(), CertHash: certHash, CertSerial: serial, Hash: "sha256",
-		FilesToSign: patterns, KernelVersion: testKernel}.Inputs()
+		FilesToSign: patterns, KernelVersion: kmodtest.Kernel}.Inputs()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +119,11 @@ func TestResign(t *testing.T) {
 	}
 	tampered := []byte(string(mod))
 	tampered[100] ^= 0xff
-	unsignedMod, err := payload.ReadImageFile(unsigned, "opt/lib/modules/"+testKernel+"/kmm_ci_a.ko")
+	unsignedMod, err := payload.ReadImageFile(unsigned, "opt/lib/modules/"+kmodtest.Kernel+"/kmm_ci_a.ko")
 	if err != nil {
 		t.Fatal(err)
 	}
-	noModules, err := mutate.AppendLayers(empty.Image, env.TarLayer(t, map[string][]byte{"usr/lib/modules/" + testKernel + "/": nil}))
+	noModules, err := mutate.AppendLayers(empty.Image, env.TarLayer(t, map[string][]byte{"usr/lib/modules/" + kmodtest.Kernel + "/": nil}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,20 +7,21 @@ import (
 	"testing"
 
 	"github.com/kiln-dev/kiln/pkg/modsign"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // TestSignedByAcceptsOnlyTheCurrentCertificate: a module passes only with a
 // signature that names the current certificate AND verifies with its key
 // over the module's content.
 func TestSignedByAcceptsOnlyTheCurrentCertificate(t *testing.T) {
-	current := newKeyPair(t, "kiln current signer")
+	current := kmodtest.NewKeyPair(t, "kiln current signer")
 	// Same subject and serial (newKeyPair's), another key: a look-alike
 	// certificate must not pass on its name alone.
-	lookalike := newKeyPair(t, "kiln current signer")
-	other := newKeyPair(t, "kiln other signer")
+	lookalike := kmodtest.NewKeyPair(t, "kiln current signer")
+	other := kmodtest.NewKeyPair(t, "kiln other signer")
 	module := []byte("\x7fELF kiln test module content")
-	sign := func(kp keyPair, m []byte) []byte {
-		s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	sign := func(kp kmodtest.KeyPair, m []byte) []byte {
+		s, err := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +47,7 @@ func TestSignedByAcceptsOnlyTheCurrentCertificate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := modsign.SignedBy(c.module, current.cert)
+			err := modsign.SignedBy(c.module, current.Cert)
 			switch {
 			case c.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -62,8 +63,8 @@ func TestSignedByAcceptsOnlyTheCurrentCertificate(t *testing.T) {
 // FuzzSignedBy: whatever a registry serves as a module, the check returns
 // an answer and never panics, and only a real signature passes.
 func FuzzSignedBy(f *testing.F) {
-	kp := newKeyPairCN(f, "kiln fuzz signer")
-	s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	kp := kmodtest.NewKeyPair(f, "kiln fuzz signer")
+	s, err := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func FuzzSignedBy(f *testing.F) {
 	f.Add(good)
 	f.Add([]byte("\x7fELF" + modsign.ModuleSigMagic))
 	f.Fuzz(func(t *testing.T, module []byte) {
-		if modsign.SignedBy(module, kp.cert) == nil && !strings.HasSuffix(string(module), modsign.ModuleSigMagic) {
+		if modsign.SignedBy(module, kp.Cert) == nil && !strings.HasSuffix(string(module), modsign.ModuleSigMagic) {
 			t.Fatal("accepted a module without a signature")
 		}
 	})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
 
 // BenchmarkKmodSign is kmod-sign's whole job on an image with N real
@@ -43,8 +44,8 @@ func BenchmarkKmodSign(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	kp := newKeyPairTB(b)
-	signer, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	kp := kmodtest.NewKeyPair(b, "kiln bench signer")
+	signer, err := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -89,11 +90,11 @@ func BenchmarkKmodSign(b *testing.B) {
 func modulesImage(b *testing.B, mod []byte, n int) v1.Image {
 	b.Helper()
 	files := map[string][]byte{
-		"usr/lib/modules/" + testKernel + "/": nil,
-		"opt/lib/modules/" + testKernel + "/": nil,
+		"usr/lib/modules/" + kmodtest.Kernel + "/": nil,
+		"opt/lib/modules/" + kmodtest.Kernel + "/": nil,
 	}
 	for i := range n {
-		files[fmt.Sprintf("opt/lib/modules/%s/kiln_bench_%02d.ko", testKernel, i)] = mod
+		files[fmt.Sprintf("opt/lib/modules/%s/kiln_bench_%02d.ko", kmodtest.Kernel, i)] = mod
 	}
 	img, err := mutate.AppendLayers(empty.Image, env.TarLayer(b, files))
 	if err != nil {
@@ -104,7 +105,7 @@ func modulesImage(b *testing.B, mod []byte, n int) v1.Image {
 
 // signFileRound times sign-file over n fresh copies of the module (copies
 // written outside the time).
-func signFileRound(b *testing.B, dir, signFile string, kp keyPair, mod []byte, n int) time.Duration {
+func signFileRound(b *testing.B, dir, signFile string, kp kmodtest.KeyPair, mod []byte, n int) time.Duration {
 	b.Helper()
 	paths := make([]string, n)
 	for i := range paths {
@@ -115,7 +116,7 @@ func signFileRound(b *testing.B, dir, signFile string, kp keyPair, mod []byte, n
 	}
 	start := time.Now()
 	for _, p := range paths {
-		if out, err := exec.Command(signFile, "sha256", kp.keyPEM, kp.certPEM, p).CombinedOutput(); err != nil {
+		if out, err := exec.Command(signFile, "sha256", kp.KeyPEM, kp.CertPEM, p).CombinedOutput(); err != nil {
 			b.Fatalf("sign-file: %v\n%s", err, out)
 		}
 	}

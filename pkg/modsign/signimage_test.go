@@ -10,93 +10,29 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 	"github.com/kiln-dev/kiln/pkg/modsign"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/kmodtest"
 )
-
-const testKernel = "5.14.0-427.13.1.el9_4.x86_64"
-
-// unsignedImage is a random "OS" layer plus a layer with two real compiled
-// modules under /opt/lib/modules/<kver>/, as the day-0 proposal's Dockerfile makes.
-func unsignedImage(t *testing.T, withLabel bool) v1.Image {
-	t.Helper()
-	ko := env.BuildKernelModule(t, "kmm_ci_a", env.HelloModuleSource)
-	mod, err := os.ReadFile(ko)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, err := random.Layer(4096, "application/vnd.oci.image.layer.v1.tar+gzip")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := "opt/lib/modules/" + testKernel + "/"
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range []struct {
-		name string
-		mode int64
-		data []byte
-		dir  bool
-	}{
-		{name: "usr/lib/modules/" + testKernel + "/", dir: true, mode: 0o755},
-		{name: dir, dir: true, mode: 0o755},
-		{name: dir + "kmm_ci_a.ko", mode: 0o644, data: mod},
-		{name: dir + "kmm_ci_b.ko", mode: 0o600, data: mod},
-		{name: dir + "modules.dep", mode: 0o644, data: []byte("kmm_ci_a.ko:\n")},
-	} {
-		h := &tar.Header{Name: e.name, Mode: e.mode, Size: int64(len(e.data)), Typeflag: tar.TypeReg, Uid: 0, Gid: 0, ModTime: time.Unix(0, 0)}
-		if e.dir {
-			h.Typeflag = tar.TypeDir
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		_, _ = tw.Write(e.data)
-	}
-	_ = tw.Close()
-	b := buf.Bytes()
-	mods, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(empty.Image, base, mods)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if withLabel {
-		cf, _ := img.ConfigFile()
-		cf = cf.DeepCopy()
-		cf.Config.Labels = map[string]string{kmodbuild.OSTreeLinuxLabel: testKernel}
-		if img, err = mutate.ConfigFile(img, cf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return img
-}
 
 func TestSignImage(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
-	kp := newKeyPair(t, "kiln kmod signer")
-	s, err := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	kp := kmodtest.NewKeyPair(t, "kiln kmod signer")
+	s, err := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, withLabel := range []bool{true, false} {
-		src := unsignedImage(t, withLabel)
+		src := kmodtest.UnsignedImage(t, withLabel)
 		wantLayer := types.DockerLayer
 		if !withLabel {
 			// An OCI manifest gets an OCI layer: buildah refuses a Docker
@@ -116,7 +52,7 @@ func TestSignImage(t *testing.T) {
 		if err != nil {
 			t.Fatalf("label %v: %v", withLabel, err)
 		}
-		if res.KernelFullVersion != testKernel || len(res.Signed) != 2 {
+		if res.KernelFullVersion != kmodtest.Kernel || len(res.Signed) != 2 {
 			t.Fatalf("kernel %q signed %v", res.KernelFullVersion, res.Signed)
 		}
 		out, err := remote.Image(dstRef)
@@ -129,32 +65,32 @@ func TestSignImage(t *testing.T) {
 			t.Fatalf("signed image has %d layers, want the %d unsigned ones plus one", len(outLayers), len(srcLayers))
 		}
 		// The OS layer has nothing under /opt: it stays shared.
-		if a, b := digestOf(t, srcLayers[0]), digestOf(t, outLayers[0]); a != b {
+		if a, b := kmodtest.DigestOf(t, srcLayers[0]), kmodtest.DigestOf(t, outLayers[0]); a != b {
 			t.Errorf("OS layer changed: %s → %s", a, b)
 		}
 		if mt, _ := outLayers[len(outLayers)-1].MediaType(); mt != wantLayer {
 			t.Errorf("signed layer media type %s, want %s (the manifest's family)", mt, wantLayer)
 		}
-		extra := "usr/lib/modules/" + testKernel + "/extra/"
+		extra := "usr/lib/modules/" + kmodtest.Kernel + "/extra/"
 		files := topLayer(t, outLayers[len(outLayers)-1])
 		p := filepath.Join(t.TempDir(), "a.ko")
 		_ = os.WriteFile(p, files[extra+"kmm_ci_a.ko"].data, 0o644)
-		if got := modinfoSig(t, p); got["signer"] != "kiln kmod signer" || got["sig_hashalgo"] != "sha256" {
+		if got := kmodtest.ModinfoSig(t, p); got["signer"] != "kiln kmod signer" || got["sig_hashalgo"] != "sha256" {
 			t.Errorf("modinfo of the signed module from the image: %v", got)
 		}
 		if m := files[extra+"kmm_ci_b.ko"].mode; m != 0o600 {
 			t.Errorf("mode of kmm_ci_b.ko: %o, want 600 kept", m)
 		}
-		wantPlacement := &modsign.Placement{Kernel: testKernel, Modules: []modsign.Move{
-			{From: "/opt/lib/modules/" + testKernel + "/kmm_ci_a.ko", To: "/" + extra + "kmm_ci_a.ko", Signed: true},
-			{From: "/opt/lib/modules/" + testKernel + "/kmm_ci_b.ko", To: "/" + extra + "kmm_ci_b.ko", Signed: true},
+		wantPlacement := &modsign.Placement{Kernel: kmodtest.Kernel, Modules: []modsign.Move{
+			{From: "/opt/lib/modules/" + kmodtest.Kernel + "/kmm_ci_a.ko", To: "/" + extra + "kmm_ci_a.ko", Signed: true},
+			{From: "/opt/lib/modules/" + kmodtest.Kernel + "/kmm_ci_b.ko", To: "/" + extra + "kmm_ci_b.ko", Signed: true},
 		}}
 		if diff := cmp.Diff(wantPlacement, res.Placement, cmpopts.IgnoreFields(modsign.Placement{}, "Depmod")); diff != "" {
 			t.Errorf("placement (-want +got):\n%s", diff)
 		}
-		root := extractRoot(t, out)
-		wantBooted(t, root, testKernel, map[string]string{"kmm_ci_a": "kiln kmod signer", "kmm_ci_b": "kiln kmod signer"})
-		if placed, err := modsign.PlacedModules(out, testKernel); err != nil || len(placed) != 2 {
+		root := kmodtest.ExtractRoot(t, out)
+		kmodtest.WantBooted(t, root, kmodtest.Kernel, map[string]string{"kmm_ci_a": "kiln kmod signer", "kmm_ci_b": "kiln kmod signer"})
+		if placed, err := modsign.PlacedModules(out, kmodtest.Kernel); err != nil || len(placed) != 2 {
 			t.Errorf("PlacedModules = %v, %v; want both modules", placed, err)
 		}
 	}
@@ -166,10 +102,10 @@ func TestSignImage(t *testing.T) {
 // signed would reach the node).
 func TestSignImageRefusesNothingToSignAndPushesNothing(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
-	kp := newKeyPair(t, "kiln kmod signer")
-	s, _ := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	kp := kmodtest.NewKeyPair(t, "kiln kmod signer")
+	s, _ := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
 	srcRef, _ := name.ParseReference(r.Ref("kmods/rhcos:unsigned"), name.Insecure)
-	if err := remote.Write(srcRef, unsignedImage(t, true)); err != nil {
+	if err := remote.Write(srcRef, kmodtest.UnsignedImage(t, true)); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -180,7 +116,7 @@ func TestSignImageRefusesNothingToSignAndPushesNothing(t *testing.T) {
 		{"empty list", []string{}, "spec.osMapping.sign.filesToSign: empty"},
 		{"no list", nil, "spec.osMapping.sign.filesToSign: empty"},
 		{"glob matching nothing", []string{"/opt/lib/modules/${KERNEL_FULL_VERSION}/kmm_ci_a.ko", "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing-*.ko"},
-			`spec.osMapping.sign.filesToSign[1] "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing-*.ko": matches no file in the image (as "/opt/lib/modules/` + testKernel + `/missing-*.ko")`},
+			`spec.osMapping.sign.filesToSign[1] "/opt/lib/modules/${KERNEL_FULL_VERSION}/missing-*.ko": matches no file in the image (as "/opt/lib/modules/` + kmodtest.Kernel + `/missing-*.ko")`},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -236,9 +172,9 @@ func keys(m map[string]tarFile) []string {
 // (or tool) and the rule named, and nothing is pushed.
 func TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
-	kp := newKeyPair(t, "kiln kmod signer")
-	s, _ := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
-	base := unsignedImage(t, true)
+	kp := kmodtest.NewKeyPair(t, "kiln kmod signer")
+	s, _ := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
+	base := kmodtest.UnsignedImage(t, true)
 	cases := []struct {
 		name   string
 		img    v1.Image
@@ -248,8 +184,8 @@ func TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing(t *testing.T) {
 		{"a tool under /opt", withLayer(t, base, map[string][]byte{"opt/acme/bin/tool": []byte("#!/bin/sh\n")}), "",
 			"placing modules: /opt/acme/bin/tool: a node drops /opt"},
 		{"modules of another kernel", withLayer(t, base, map[string][]byte{"opt/lib/modules/6.1.0-56-amd64/x.ko": []byte("\x7fELF")}), "",
-			`placing modules: /opt/lib/modules/6.1.0-56-amd64/x.ko is for kernel "6.1.0-56-amd64", but the image is built for kernel ` + testKernel},
-		{"no depmod", base, filepath.Join(t.TempDir(), "depmod"), "running depmod for kernel " + testKernel + ": exec: "},
+			`placing modules: /opt/lib/modules/6.1.0-56-amd64/x.ko is for kernel "6.1.0-56-amd64", but the image is built for kernel ` + kmodtest.Kernel},
+		{"no depmod", base, filepath.Join(t.TempDir(), "depmod"), "running depmod for kernel " + kmodtest.Kernel + ": exec: "},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -276,11 +212,11 @@ func TestSignImageRefusesWhatANodeWouldLoseAndPushesNothing(t *testing.T) {
 // signed image, byte for byte, and no longer where it was.
 func TestSignImageMovesFirmwareToUsr(t *testing.T) {
 	r := env.StartRegistry(t, env.RegistryOptions{})
-	kp := newKeyPair(t, "kiln kmod signer")
-	s, _ := modsign.NewSigner(kp.cert, kp.key, crypto.SHA256)
+	kp := kmodtest.NewKeyPair(t, "kiln kmod signer")
+	s, _ := modsign.NewSigner(kp.Cert, kp.Key, crypto.SHA256)
 	fw := map[string][]byte{"opt/lib/firmware/acme/fw.bin": []byte("\x00acme firmware 1"), "var/lib/firmware/acme/other.bin": []byte("\x00acme firmware 2")}
 	srcRef, _ := name.ParseReference(r.Ref("kmods/rhcos:fw-unsigned"), name.Insecure)
-	if err := remote.Write(srcRef, withLayer(t, unsignedImage(t, true), fw)); err != nil {
+	if err := remote.Write(srcRef, withLayer(t, kmodtest.UnsignedImage(t, true), fw)); err != nil {
 		t.Fatal(err)
 	}
 	dstRef, _ := name.ParseReference(r.Ref("kmods/rhcos:fw"), name.Insecure)
@@ -298,7 +234,7 @@ func TestSignImageMovesFirmwareToUsr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _ := flattenImage(t, out)
+	files, _ := kmodtest.FlattenImage(t, out)
 	for from, data := range fw {
 		to := "usr/lib/firmware/acme/" + filepath.Base(from)
 		if !bytes.Equal(files[to], data) {

@@ -20,6 +20,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/trust"
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/imagetest"
 )
 
 // TestSignStepAttestsThePrediction: image-sign, the first stage that knows
@@ -29,7 +30,7 @@ import (
 func TestSignStepAttestsThePrediction(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
 	ctx := context.Background()
-	image := pushImage(t, reg.Host, "kiln/os:v1")
+	image := imagetest.PushRandomImage(t, reg.Host, "kiln/os:v1")
 	work, results := t.TempDir(), t.TempDir()
 	ws := workspace.Workspace{Root: work}
 	writeJSON := func(path string, v any) {
@@ -41,7 +42,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	writeJSON(filepath.Join(ws.StageDir(workspace.StageImageSign), "build.json"), trust.Record{Ref: image, Inputs: testInputs(t, reg.Host)})
+	writeJSON(filepath.Join(ws.StageDir(workspace.StageImageSign), "build.json"), trust.Record{Ref: image, Inputs: imagetest.NodeInputs(t, reg.Host)})
 	role := map[string]string{mcrender.RoleLabel: "worker"}
 	pool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: "worker"},
 		Spec: mcfgv1.MachineConfigPoolSpec{MachineConfigSelector: &metav1.LabelSelector{MatchLabels: role}}}
@@ -57,9 +58,9 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	keys := newKeys(t, "pw")
+	keys := imagetest.NewCosignKeyPass(t, "pw")
 	keyPath := filepath.Join(t.TempDir(), "cosign.key")
-	if err := os.WriteFile(keyPath, keys.priv, 0o600); err != nil {
+	if err := os.WriteFile(keyPath, keys.Priv, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("KILN_TEST_SIGN_PW", "pw")
@@ -78,7 +79,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 	if err != nil || !ok || rec.Name != want.Config.Name || rec.Image != image || rec.Hash != want.Hash {
 		t.Errorf("image/prediction.json %+v (%v %v)", rec, ok, err)
 	}
-	v, err := sign.LoadVerifier(keys.pubPath)
+	v, err := sign.LoadVerifier(keys.PubPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestSignStepAttestsThePrediction(t *testing.T) {
 		t.Errorf("byproduct %+v, want %s %s", bp, want.Config.Name, want.Hash)
 	}
 	// The prediction is no input: the attestation still binds the build's inputs exactly.
-	if got, err := trust.InputsOf(stmts[0]); err != nil || testInputs(t, reg.Host).Diff(got) != "" {
+	if got, err := trust.InputsOf(stmts[0]); err != nil || imagetest.NodeInputs(t, reg.Host).Diff(got) != "" {
 		t.Errorf("inputs of the attestation: %v %v", got, err)
 	}
 }
