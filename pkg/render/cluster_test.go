@@ -26,35 +26,7 @@ func TestRenderFromCluster(t *testing.T) {
 	e := env.Start(t, env.Options{Kube: true})
 	c := e.Kube.Client
 	const src = "testdata/golden/custom-pool-over-worker"
-	objs, err := mcrender.LoadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range []string{"openshift-machine-config-operator", "openshift-kmm"} {
-		mustCreate(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	}
-	var created []client.Object
-	for _, o := range objs.Pools {
-		created = append(created, o)
-	}
-	for _, o := range objs.Configs {
-		created = append(created, o)
-	}
-	for _, o := range objs.ConfigMaps {
-		created = append(created, o)
-	}
-	created = append(created, &kmmv1beta1.ModuleDay0{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "openshift-kmm"},
-		Spec: kmmv1beta1.ModuleDay0Spec{
-			MachineConfigPoolSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
-			OSMapping: kmmv1beta1.OSMapping{ContainerImage: "registry.example.com/kmod/infra:1",
-				Build: &kmmv1beta1.Build{DockerfileConfigMap: corev1.LocalObjectReference{Name: "df"}}},
-		},
-	})
-	for _, o := range created {
-		o.SetResourceVersion("")
-		mustCreate(t, c, o)
-	}
+	seedCluster(t, c, src)
 
 	work, results := t.TempDir(), t.TempDir()
 	code, out, errs := runStep(t, func(o *StepOptions) {
@@ -94,5 +66,41 @@ func mustCreate(t *testing.T, c client.Client, o client.Object) {
 	t.Helper()
 	if err := c.Create(context.Background(), o); err != nil {
 		t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
+	}
+}
+
+// seedCluster creates the objects of the golden case src in c, with the
+// namespaces they need and a ModuleDay0 that selects the infra pool (its
+// Dockerfile ConfigMap "df" is in src), plus extra.
+func seedCluster(t *testing.T, c client.Client, src string, extra ...client.Object) {
+	t.Helper()
+	objs, err := mcrender.LoadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"openshift-machine-config-operator", "openshift-kmm"} {
+		mustCreate(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+	var created []client.Object
+	for _, o := range objs.Pools {
+		created = append(created, o)
+	}
+	for _, o := range objs.Configs {
+		created = append(created, o)
+	}
+	for _, o := range objs.ConfigMaps {
+		created = append(created, o)
+	}
+	created = append(created, &kmmv1beta1.ModuleDay0{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "openshift-kmm"},
+		Spec: kmmv1beta1.ModuleDay0Spec{
+			MachineConfigPoolSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
+			OSMapping: kmmv1beta1.OSMapping{ContainerImage: "registry.example.com/kmod/infra:1",
+				Build: &kmmv1beta1.Build{DockerfileConfigMap: corev1.LocalObjectReference{Name: "df"}}},
+		},
+	})
+	for _, o := range append(created, extra...) {
+		o.SetResourceVersion("")
+		mustCreate(t, c, o)
 	}
 }

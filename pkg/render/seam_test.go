@@ -12,14 +12,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
-	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -123,36 +121,8 @@ var clock = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d `)
 func TestRenderFolderAndAPIServerAgree(t *testing.T) {
 	e := env.Start(t, env.Options{Kube: true})
 	c := e.Kube.Client
-	objs, err := mcrender.LoadDir("testdata/golden/custom-pool-over-worker")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ns := range []string{"openshift-machine-config-operator", "openshift-kmm"} {
-		mustCreate(t, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	}
-	var created []client.Object
-	for _, o := range objs.Pools {
-		created = append(created, o)
-	}
-	for _, o := range objs.Configs {
-		created = append(created, o)
-	}
-	for _, o := range objs.ConfigMaps {
-		created = append(created, o)
-	}
-	created = append(created, &kmmv1beta1.ModuleDay0{
-		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: "openshift-kmm"},
-		Spec: kmmv1beta1.ModuleDay0Spec{
-			MachineConfigPoolSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
-			OSMapping: kmmv1beta1.OSMapping{ContainerImage: "registry.example.com/kmod/infra:1",
-				Build: &kmmv1beta1.Build{DockerfileConfigMap: corev1.LocalObjectReference{Name: "df"}}},
-		},
-	}, &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"},
+	seedCluster(t, c, "testdata/golden/custom-pool-over-worker", &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"},
 		Spec: configv1.ClusterVersionSpec{ClusterID: "0b7a8e4c-8e9a-4d8e-9c1e-2f3a4b5c6d7e"}})
-	for _, o := range created {
-		o.SetResourceVersion("")
-		mustCreate(t, c, o)
-	}
 	src := t.TempDir()
 	exportRenderInputs(t, c, src)
 

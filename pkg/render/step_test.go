@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	workspace "github.com/kiln-dev/kiln/pkg/work"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	workspace "github.com/kiln-dev/kiln/pkg/work"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 

@@ -11,6 +11,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/reproduce"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
+	"github.com/kiln-dev/kiln/test/imagetest"
 )
 
 // A node image built on the buildah path (user Containerfile content on a
@@ -23,7 +24,7 @@ func TestReproduceBuildahPath(t *testing.T) {
 	defer cancel()
 	s := &site{host: e.Registry.Host, repo: e.Registry.Host + "/kiln/bud", keys: env.CosignKeys(t),
 		r: registry.Remote{Insecure: []string{e.Registry.Host}}}
-	base := pushBusyboxBase(ctx, t, e, "base/busybox:1")
+	base := imagetest.PushBusyboxBase(ctx, t, e, "base/busybox:1")
 	build := func(content string) (string, trust.Inputs) {
 		mc, err := imagebuild.ReadRendered(rendered(t, t.TempDir(), "hello"))
 		if err != nil {
@@ -51,30 +52,4 @@ func TestReproduceBuildahPath(t *testing.T) {
 	evil, _ := build("RUN echo owned > /user-was-here\n")
 	s.sign(t, evil, honestIn)
 	assertDiffers(t, s.reproduce(t, evil, withEnv), "/user-was-here")
-}
-
-// pushBusyboxBase builds a from-scratch image holding a static busybox as
-// /bin/sh (no rpm-ostree: not CoreOS) and pushes it.
-func pushBusyboxBase(ctx context.Context, t *testing.T, e *env.Env, repoTag string) string {
-	t.Helper()
-	busybox, err := env.LookTool("busybox")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := func(args ...string) string {
-		out, err := e.Buildah.Run(ctx, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	ctr := run("from", "scratch")
-	run("copy", ctr, busybox, "/bin/sh")
-	kernel, kernelPath := env.KernelFile(t)
-	run("copy", ctr, kernel, kernelPath)
-	run("commit", "-q", "--identity-label=false", ctr, "localhost/kiln-test-base:1")
-	run("rm", ctr)
-	target := e.Registry.Ref(repoTag)
-	run("push", "-q", "--tls-verify=false", "localhost/kiln-test-base:1", "docker://"+target)
-	return target
 }
