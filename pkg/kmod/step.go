@@ -149,7 +149,11 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := writeKmodResults(o.Options, ws, work.KmodSignFile, rep); err != nil {
 		return err
 	}
-	return recordBuilt(ctx, o.KubeOptions, md, ReasonSigned, fmt.Sprintf("signed %d modules into %s", len(res.Signed), ref), rep.Digest, p)
+	c, err := newClient(&o.KubeOptions, ws)
+	if err != nil {
+		return err
+	}
+	return recordBuilt(ctx, c, md, ReasonSigned, fmt.Sprintf("signed %d modules into %s", len(res.Signed), ref), rep.Digest, p)
 }
 
 // signInputs are a kmod signing's source by digest and its inputs.
