@@ -27,8 +27,8 @@ import (
 type AttestOptions struct {
 	step.Options
 	registry.RegistryOptions
-	// KubeOptions: with --source cluster the ModuleDay0's status records
-	// the attested image.
+	// KubeOptions: the ModuleDay0's status records the attested image, in
+	// the cluster or, with --source dir:, in work/kmod/manifests/.
 	kube.KubeOptions
 	// Rebuild is kmod-build's --rebuild: it picks the same build target.
 	Rebuild bool

@@ -27,8 +27,8 @@ import (
 type SignOptions struct {
 	step.Options
 	registry.RegistryOptions
-	// KubeOptions: with --source cluster the ModuleDay0's status records
-	// the signed image.
+	// KubeOptions: the ModuleDay0's status records the signed image, in
+	// the cluster or, with --source dir:, in work/kmod/manifests/.
 	kube.KubeOptions
 	// CertFile and KeyFile are the mounted Secrets of sign.certSecret and
 	// sign.keySecret (KMM's keys "cert" and "key").
