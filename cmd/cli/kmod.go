@@ -55,7 +55,8 @@ no user code. The image must be in the ModuleDay0's build target repository, by 
 inputs of this ModuleDay0; an image kmod-build reused is already attested and left alone.
 
 Reads:   work/render/moduleday0.json, work/kmod/build.json
-Writes:  with --source cluster, the ModuleDay0's status`,
+Writes:  the ModuleDay0's status (with --source dir:, the ModuleDay0 with that status in
+         work/kmod/manifests/moduleday0s/<namespace>_<name>.yaml)`,
 		example: `  kiln-steps kmod-attest --pool infra --source dir:examples/cluster --work /tmp/work --key keys/cosign.key`,
 		runner:  o,
 		bind: func(fs *pflag.FlagSet) {
@@ -81,7 +82,8 @@ kiln's cosign key (--key). An image already there is reused only when kiln's ide
 inputs and every module carries a signature by the current certificate.
 
 Reads:   work/render/moduleday0.json, work/kmod/build.json (when kmod-build ran)
-Writes:  work/kmod/sign.json; with --source cluster, the ModuleDay0's status
+Writes:  work/kmod/sign.json; the ModuleDay0's status (with --source dir:, the ModuleDay0 with that
+         status in work/kmod/manifests/moduleday0s/<namespace>_<name>.yaml)
 Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (signed modules), REUSE_REJECTED`,
 		example: `  kiln-steps kmod-sign --pool infra --source dir:examples/cluster --work /tmp/work --results-dir /tmp/results \
     --module-cert keys/kmod.crt --module-key keys/kmod.key --key keys/cosign.key --public-key keys/cosign.pub`,
