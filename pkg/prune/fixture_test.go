@@ -37,7 +37,15 @@ type fixture struct {
 
 func newFixture(t *testing.T, reg *env.Registry) *fixture {
 	t.Helper()
-	f := &fixture{reg: reg, r: registry.Remote{Insecure: []string{reg.Host}}, key: imagetest.NewCosignKey(t), repo: reg.Host + "/kiln/os"}
+	f := newFixtureAt(t, reg.Host)
+	f.reg = reg
+	return f
+}
+
+// newFixtureAt is a fixture in the registry at host (no garbage collection).
+func newFixtureAt(t *testing.T, host string) *fixture {
+	t.Helper()
+	f := &fixture{r: registry.Remote{Insecure: []string{host}}, key: imagetest.NewCosignKey(t), repo: host + "/kiln/os"}
 	v, err := sign.LoadVerifier(f.key.PubPath)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +54,7 @@ func newFixture(t *testing.T, reg *env.Registry) *fixture {
 	if f.base, err = random.Image(8<<10, 2); err != nil {
 		t.Fatal(err)
 	}
-	f.baseRef = f.push(t, reg.Host+"/base/os:v1", f.base)
+	f.baseRef = f.push(t, host+"/base/os:v1", f.base)
 	return f
 }
 
