@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/retention"
 	"github.com/kiln-dev/kiln/pkg/sign"
+	"github.com/kiln-dev/kiln/pkg/termsafe"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -72,9 +73,11 @@ func (p *Plan) Deletes() []retention.Decision {
 	return out
 }
 
+// logf writes a progress line; tags, reasons and registry errors come
+// from outside, so control characters are escaped.
 func (c *Config) logf(format string, args ...any) {
 	if c.Log != nil {
-		fmt.Fprintf(c.Log, format+"\n", args...)
+		fmt.Fprintln(c.Log, termsafe.Escape(fmt.Sprintf(format, args...)))
 	}
 }
 
