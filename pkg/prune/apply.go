@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/retention"
 )
@@ -76,7 +78,7 @@ func (c *Config) neededNow(ctx context.Context, p *Plan, digest string) (string,
 }
 
 // deleteImage deletes the manifest by digest, then each fingerprint tag
-// that still names it (a registry that keeps tags on a digest delete).
+// that still names it.
 func (c *Config) deleteImage(ctx context.Context, d retention.Decision) error {
 	ref, err := c.digestRef(d.Repo, d.Digest)
 	if err != nil {
@@ -86,25 +88,32 @@ func (c *Config) deleteImage(ctx context.Context, d retention.Decision) error {
 		return err
 	}
 	for _, t := range d.Tags {
-		tag := ref.Context().Tag(t)
-		desc, err := c.Remote.HeadNamed(ctx, tag)
-		if err = gone(registry.Classify(err, "reading", tag.String())); err != nil {
+		if err := c.untag(ctx, ref.Context().Tag(t), d.Digest); err != nil {
 			return err
-		}
-		if desc != nil && desc.Digest.String() == d.Digest {
-			if err := gone(c.Remote.Delete(ctx, tag)); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
+}
+
+// untag deletes tag when it still names digest: a registry that keeps
+// tags when their manifest is deleted by digest (docker-registry drops
+// them; go-containerregistry's does not) would serve the tag on.
+func (c *Config) untag(ctx context.Context, tag name.Tag, digest string) error {
+	desc, err := c.Remote.HeadNamed(ctx, tag)
+	if err = gone(registry.Classify(err, "reading", tag.String())); err != nil || desc == nil {
+		return err
+	}
+	if desc.Digest.String() != digest {
+		return nil // written again since: not what was deleted
+	}
+	return gone(c.Remote.Delete(ctx, tag))
 }
 
 // deleteArtifacts deletes the cosign artifacts tags name, .att before
 // .sig: the .sig is what proves the rest kiln's, so it goes last.
 func (c *Config) deleteArtifacts(ctx context.Context, repo, subject string, tags []string) error {
 	order := slices.Clone(tags)
-	slices.SortFunc(order, func(a, b string) int { return strings.Compare(a, b) }) // ".att" < ".sig"
+	slices.Sort(order) // sha256-<hex>.att sorts before sha256-<hex>.sig
 	r, err := c.Remote.ParseRepo(repo)
 	if err != nil {
 		return err
@@ -117,6 +126,9 @@ func (c *Config) deleteArtifacts(ctx context.Context, repo, subject string, tags
 			return err
 		}
 		if err := gone(c.Remote.Delete(ctx, r.Digest(desc.Digest.String()))); err != nil {
+			return fmt.Errorf("deleting %s of %s@%s: %w", t, repo, subject, err)
+		}
+		if err := c.untag(ctx, r.Tag(t), desc.Digest.String()); err != nil {
 			return fmt.Errorf("deleting %s of %s@%s: %w", t, repo, subject, err)
 		}
 	}

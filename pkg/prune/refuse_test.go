@@ -8,8 +8,11 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
@@ -24,18 +27,7 @@ import (
 // and the image with its artifacts is still there.
 func TestARegistryThatRefusesDeletesIsNamedWithTheBytesToFree(t *testing.T) {
 	ctx := context.Background()
-	h := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method == http.MethodDelete {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			_, _ = w.Write([]byte(`{"errors":[{"code":"UNSUPPORTED","message":"The operation is unsupported."}]}`))
-			return
-		}
-		h.ServeHTTP(w, req)
-	}))
-	t.Cleanup(s.Close)
-	host := strings.TrimPrefix(s.URL, "http://")
+	host := inProcessRegistry(t, true)
 	f := newFixtureAt(t, host)
 	old := f.node(t, f.nodeInputs(t, "2"), nil)
 	cfg := f.config(func(context.Context) (retention.Cluster, error) { return retention.Cluster{}, nil })
@@ -56,4 +48,48 @@ func TestARegistryThatRefusesDeletesIsNamedWithTheBytesToFree(t *testing.T) {
 		}
 	}
 	f.pullsAndVerifies(t, old, f.v)
+}
+
+// inProcessRegistry is go-containerregistry's registry, which keeps a tag
+// when the manifest it names is deleted by digest; with refuse it answers
+// every DELETE as docker-registry with deletes disabled does.
+func inProcessRegistry(t *testing.T, refuse bool) string {
+	t.Helper()
+	h := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if refuse && req.Method == http.MethodDelete {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			_, _ = w.Write([]byte(`{"errors":[{"code":"UNSUPPORTED","message":"The operation is unsupported."}]}`))
+			return
+		}
+		h.ServeHTTP(w, req)
+	}))
+	t.Cleanup(s.Close)
+	return strings.TrimPrefix(s.URL, "http://")
+}
+
+// TestAFingerprintTagTheRegistryKeptIsDeletedToo: on a registry that does
+// not untag on a delete by digest, the prune deletes the kiln- tag itself,
+// and the artifacts; only the kept image's tags remain.
+func TestAFingerprintTagTheRegistryKeptIsDeletedToo(t *testing.T) {
+	ctx := context.Background()
+	f := newFixtureAt(t, inProcessRegistry(t, false))
+	kept := f.node(t, f.nodeInputs(t, "1"), nil)
+	f.node(t, f.nodeInputs(t, "2"), nil)
+	cfg := f.config(func(context.Context) (retention.Cluster, error) {
+		return retention.Cluster{Live: []string{kept}}, nil
+	})
+	p, err := MakePlan(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, cfg, p); err != nil {
+		t.Fatal(err)
+	}
+	want := append([]string{tagOf(t, p, kept)}, artifactTags(kept)...)
+	slices.Sort(want)
+	if d := cmp.Diff(want, f.tags(t)); d != "" {
+		t.Errorf("tags after the prune (-want +got):\n%s", d)
+	}
 }
