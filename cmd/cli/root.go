@@ -54,7 +54,7 @@ render/ (rendered.json, inputs.json), kmod/, image/, rollout/, bootimages/, repo
 	root.AddCommand(
 		newRenderCommand(env), newKmodBuildCommand(env), newKmodAttestCommand(env), newKmodSignCommand(env), newImageBuildCommand(env),
 		newImageSignCommand(env), newVerifyCommand(env), newReproduceCommand(env), newRolloutCommand(env), newBootImagesCommand(env),
-		newReportCommand(env),
+		newReportCommand(env), newPruneCommand(env),
 	)
 	bindGlobal(root, env)
 	setupRoot(root)
