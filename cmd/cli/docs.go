@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-dev/kiln/cmd/cli/base"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 )
@@ -38,7 +39,7 @@ func noEnv(string) (string, bool) { return "", false }
 func documented() []*cobra.Command {
 	var out []*cobra.Command
 	for _, root := range []*cobra.Command{newSteps(noEnv), newTrigger(noEnv)} {
-		walk(root, func(c *cobra.Command) {
+		base.Walk(root, func(c *cobra.Command) {
 			if c.Hidden || c.Name() == "help" || c.Name() == "version" || c.Name() == "completion" ||
 				(c.Parent() != nil && c.Parent().Name() == "completion") {
 				return

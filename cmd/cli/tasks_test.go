@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/kiln-dev/kiln/cmd/cli/base"
 	"github.com/kiln-dev/kiln/pkg/pipeline"
 )
 
@@ -69,7 +70,7 @@ func TestTasksUseCurrentFlagsAndNameTheirFolders(t *testing.T) {
 // hasEnv reports whether a step sets the environment variable that
 // stands in for flag.
 func hasEnv(env []corev1.EnvVar, flag string) bool {
-	want := map[string]string{"work": EnvWork, "results-dir": EnvResultsDir}[flag]
+	want := map[string]string{"work": base.EnvWork, "results-dir": base.EnvResultsDir}[flag]
 	for _, e := range env {
 		if e.Name == want {
 			return true
