@@ -2,6 +2,7 @@ package imagebuildcmd
 
 import (
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,8 @@ const Name = "kiln-image-build"
 func NewRoot() *cobra.Command {
 	root := New(os.LookupEnv)
 	root.Use = Name + " [flags]"
+	// The same example, as this binary is called.
+	root.Example = strings.ReplaceAll(root.Example, "kiln-steps "+work.StageImageBuild, Name)
 	base.BindGlobal(root, os.LookupEnv)
 	base.SetupRoot(root)
 	return root
