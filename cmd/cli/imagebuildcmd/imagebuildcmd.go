@@ -18,12 +18,16 @@ const Name = "kiln-image-build"
 // NewRoot returns kiln-image-build's command tree: the image-build stage
 // as the root command, with the flags, version and help of kiln-steps
 // image-build, environment defaults read from the process environment.
-func NewRoot() *cobra.Command {
-	root := New(os.LookupEnv)
+func NewRoot() *cobra.Command { return NewRootEnv(os.LookupEnv) }
+
+// NewRootEnv is NewRoot with environment defaults read from env: the
+// command reference and the Task checks use no environment.
+func NewRootEnv(env base.LookupEnv) *cobra.Command {
+	root := New(env)
 	root.Use = Name + " [flags]"
 	// The same example, as this binary is called.
 	root.Example = strings.ReplaceAll(root.Example, "kiln-steps "+work.StageImageBuild, Name)
-	base.BindGlobal(root, os.LookupEnv)
+	base.BindGlobal(root, env)
 	base.SetupRoot(root)
 	return root
 }
