@@ -21,7 +21,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/sign"
+	"github.com/kiln-dev/kiln/pkg/sign/proof"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -274,7 +274,7 @@ func (res *BuildResult) reuse(ctx context.Context, r registry.Remote, tag name.T
 		return false, cerr
 	}
 	image := tag.Context().Digest(desc.Digest.String())
-	switch err := sign.Prove(ctx, r, image, id, res.Inputs); {
+	switch err := proof.Prove(ctx, r, image, id, res.Inputs); {
 	case err == nil:
 		res.Digest, res.Reused, res.Ref = desc.Digest, true, image.String()
 		// The proven inputs name the node rules; kiln signs only an image

@@ -1,4 +1,4 @@
-package cli
+package base
 
 import (
 	"io"
@@ -17,10 +17,10 @@ const EnvVerbose = "KILN_VERBOSE"
 const verboseUsage = "debug output on stderr: one line per registry request (method, URL without its query, status, time); " +
 	"the trigger also logs at zap's debug level unless --zap-log-level is given, and passes it on to local mode's steps"
 
-// bindGlobal gives a tree the flags every command of it has: -v/--verbose
+// BindGlobal gives a tree the flags every command of it has: -v/--verbose
 // (crane's meaning; --version then has no shorthand, cobra gives -v to it
 // only when -v is free). It returns where --verbose is stored.
-func bindGlobal(root *cobra.Command, env lookupEnv) *bool {
+func BindGlobal(root *cobra.Command, env LookupEnv) *bool {
 	verbose := new(bool)
 	if v, ok := env(EnvVerbose); ok {
 		*verbose, _ = strconv.ParseBool(v) // anything but a true value is off
@@ -40,7 +40,7 @@ func bindGlobal(root *cobra.Command, env lookupEnv) *bool {
 // warning) to the command's stderr. cobra prints them on its output
 // stream, which Execute sets to stdout, where they would corrupt -o json.
 func warningsToStderr(root *cobra.Command) {
-	walk(root, func(c *cobra.Command) {
+	Walk(root, func(c *cobra.Command) {
 		c.Flags().SetOutput(stderrOf{c})
 	})
 }

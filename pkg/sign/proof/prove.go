@@ -1,4 +1,4 @@
-package sign
+package proof
 
 import (
 	"context"
@@ -61,13 +61,13 @@ func Statements(ctx context.Context, r registry.Remote, image name.Digest, id tr
 	if err != nil {
 		return nil, err
 	}
-	atts, err := verifyAttachments(ctx, image, co)
+	atts, err := VerifyAttachments(ctx, image, co)
 	if err != nil {
 		return nil, fmt.Errorf("verifying the signature and attestations of %s with %s: %w", image, id, err)
 	}
 	out := make([]intoto.Statement, 0, len(atts))
 	for _, att := range atts {
-		st, err := statementOf(att)
+		st, err := StatementOf(att)
 		if err != nil {
 			return nil, fmt.Errorf("reading an attestation of %s: %w", image, err)
 		}

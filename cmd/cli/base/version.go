@@ -1,4 +1,4 @@
-package cli
+package base
 
 import (
 	"encoding/json"
@@ -12,10 +12,10 @@ import (
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
-// buildVersion is what `version` prints: the module version and the VCS
+// BuildVersion is what `version` prints: the module version and the VCS
 // revision and time Go stamped into the binary, and the Tekton API the
 // results are written for. Its JSON is `version -o json`.
-type buildVersion struct {
+type BuildVersion struct {
 	Version  string `json:"version"`
 	Revision string `json:"revision"`
 	Modified bool   `json:"modified"`
@@ -25,8 +25,9 @@ type buildVersion struct {
 	Platform string `json:"platform"`
 }
 
-func readBuildVersion() buildVersion {
-	v := buildVersion{Version: "(devel)", Revision: "unknown", Time: "unknown", Results: step.ResultsAPIVersion,
+// ReadBuildVersion reads the version Go stamped into the running binary.
+func ReadBuildVersion() BuildVersion {
+	v := BuildVersion{Version: "(devel)", Revision: "unknown", Time: "unknown", Results: step.ResultsAPIVersion,
 		Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -50,7 +51,7 @@ func readBuildVersion() buildVersion {
 
 // versionString is what `version` and `--version` print as text.
 func versionString() string {
-	v := readBuildVersion()
+	v := ReadBuildVersion()
 	modified := ""
 	if v.Modified {
 		modified = " (modified)"
@@ -77,11 +78,11 @@ text as --version; -o json prints the same fields as one JSON object.`,
   kiln-steps version -o json`,
 		Args: cobra.NoArgs,
 		PreRunE: func(*cobra.Command, []string) error {
-			return asUsage(step.ValidateFormat(format))
+			return AsUsage(step.ValidateFormat(format))
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
 			if format == step.FormatJSON {
-				b, err := json.MarshalIndent(readBuildVersion(), "", "  ")
+				b, err := json.MarshalIndent(ReadBuildVersion(), "", "  ")
 				if err != nil {
 					return err
 				}
@@ -92,6 +93,6 @@ text as --version; -o json prints the same fields as one JSON object.`,
 			return err
 		},
 	}
-	bindFormat(c.Flags(), &format)
+	BindFormat(c.Flags(), &format)
 	return c
 }

@@ -1,4 +1,4 @@
-package sign
+package proof
 
 import (
 	"context"
@@ -67,7 +67,9 @@ type trimmed struct {
 func (t trimmed) Signatures() (oci.Signatures, error)   { return t.sigs, nil }
 func (t trimmed) Attestations() (oci.Signatures, error) { return t.atts, nil }
 
-func trim(se oci.SignedEntity) (oci.SignedEntity, error) {
+// Trim returns se with its signatures and attestations within
+// MaxAttachmentSize, for image-sign to write back.
+func Trim(se oci.SignedEntity) (oci.SignedEntity, error) {
 	sigs, err := se.Signatures()
 	if err != nil {
 		return nil, err
@@ -86,11 +88,11 @@ func trim(se oci.SignedEntity) (oci.SignedEntity, error) {
 	return t, nil
 }
 
-// verifyAttachments is cosign's VerifyImageSignatures and
+// VerifyAttachments is cosign's VerifyImageSignatures and
 // VerifyImageAttestations over the image's artifacts within
 // MaxAttachmentSize: the image is verified when one signature layer
 // verifies with co; the attestations returned are those that verify.
-func verifyAttachments(ctx context.Context, digest name.Digest, co *cosign.CheckOpts) ([]oci.Signature, error) {
+func VerifyAttachments(ctx context.Context, digest name.Digest, co *cosign.CheckOpts) ([]oci.Signature, error) {
 	se, err := ociremote.SignedEntity(digest, co.RegistryClientOpts...)
 	var missing *ociremote.EntityNotFoundError
 	if errors.As(err, &missing) {

@@ -1,15 +1,17 @@
-package registry
+package localrun
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/kiln-dev/kiln/pkg/registry"
 )
 
 // TestLoadClusterInputs gathers the registry objects of a manifests folder:
 // mirror sets alone and in typed lists, the image and proxy config, and
 // only the ConfigMap the image config names.
 func TestLoadClusterInputs(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
+	dir := writeManifests(t, map[string]string{
 		"mirrors.yaml": `apiVersion: config.openshift.io/v1
 kind: ImageDigestMirrorSetList
 items:
@@ -53,7 +55,7 @@ metadata: {name: other, namespace: openshift-config}
 data: {a: b}
 `,
 	})
-	in, err := LoadClusterInputs(dir)
+	in, err := loadClusterInputs(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ data: {a: b}
 		t.Fatalf("trusted CA %+v", in.TrustedCA)
 	}
 	// The ConfigMap's value is not a certificate: FromCluster says so.
-	if _, err := FromCluster(in); err == nil || !strings.Contains(err.Error(), "ConfigMap openshift-config/cas: data[m.example.com]: no PEM certificate") {
+	if _, err := registry.FromCluster(in); err == nil || !strings.Contains(err.Error(), "ConfigMap openshift-config/cas: data[m.example.com]: no PEM certificate") {
 		t.Fatalf("error %v", err)
 	}
 }
@@ -88,8 +90,8 @@ func TestLoadClusterInputsRefuses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			dir := writeFiles(t, map[string]string{"m.yaml": c.manifest})
-			_, err := LoadClusterInputs(dir)
+			dir := writeManifests(t, map[string]string{"m.yaml": c.manifest})
+			_, err := loadClusterInputs(dir)
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), dir) {
 				t.Fatalf("error %v, want one naming %s and containing %q", err, dir, c.want)
 			}

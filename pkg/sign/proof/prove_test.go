@@ -1,4 +1,4 @@
-package sign
+package proof_test
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/sign"
+	"github.com/kiln-dev/kiln/pkg/sign/proof"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -26,7 +28,7 @@ func TestProveAcceptsOnlyKilnsAttestationOfTheseInputs(t *testing.T) {
 	foreign := pushImage(t, reg.Host, "kiln/os:foreign")
 	unsigned := pushImage(t, reg.Host, "kiln/os:unsigned")
 	for img, k := range map[string]keyPair{signed: kiln, foreign: other} {
-		if _, err := Sign(ctx, r, SignInput{Image: img, Key: k.priv, Password: k.pass, Inputs: want}); err != nil {
+		if _, err := sign.Sign(ctx, r, sign.SignInput{Image: img, Key: k.priv, Password: k.pass, Inputs: want}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -45,7 +47,7 @@ func TestProveAcceptsOnlyKilnsAttestationOfTheseInputs(t *testing.T) {
 		}
 		return d
 	}
-	if err := Prove(ctx, counted, digest(signed), id, want); err != nil {
+	if err := proof.Prove(ctx, counted, digest(signed), id, want); err != nil {
 		t.Fatalf("kiln's own attestation of these inputs: %v", err)
 	}
 	for name, tc := range map[string]struct {
@@ -60,7 +62,7 @@ func TestProveAcceptsOnlyKilnsAttestationOfTheseInputs(t *testing.T) {
 		"the other key's view":   {signed, trust.Identity{PublicKey: other.pub}, want, "verifying the signature"},
 		"no identity configured": {signed, trust.Identity{}, want, "no signing identity"},
 	} {
-		err := Prove(ctx, counted, digest(tc.image), tc.id, tc.want)
+		err := proof.Prove(ctx, counted, digest(tc.image), tc.id, tc.want)
 		if !errors.Is(err, trust.ErrNotProven) || !strings.Contains(err.Error(), tc.msg) {
 			t.Errorf("%s: %v, want ErrNotProven saying %q", name, err, tc.msg)
 		}

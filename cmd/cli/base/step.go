@@ -1,4 +1,4 @@
-package cli
+package base
 
 import (
 	"encoding/json"
@@ -14,91 +14,91 @@ import (
 	"github.com/kiln-dev/kiln/pkg/work"
 )
 
-// stage describes one kiln-steps subcommand.
-type stage struct {
-	name, short, long, example string
-	// cause is the Pipeline task whose row shows this step's failure
+// Stage describes one kiln-steps subcommand.
+type Stage struct {
+	Name, Short, Long, Example string
+	// Cause is the Pipeline task whose row shows this step's failure
 	// cause (its <task>.error file); empty means name. A Task's second
 	// step records under its Task's name.
-	cause string
-	// runner is the stage's options struct, filled by the flags.
-	runner step.Runner
-	// bind registers the stage's flags on fs.
-	bind func(fs *pflag.FlagSet)
-	// args, when set, accepts positional arguments (a Task's array
+	Cause string
+	// Runner is the stage's options struct, filled by the flags.
+	Runner step.Runner
+	// Bind registers the stage's flags on fs.
+	Bind func(fs *pflag.FlagSet)
+	// Args, when set, accepts positional arguments (a Task's array
 	// param, $(params.x[*])); without it the stage takes none.
-	args func(args []string)
-	// format, when set, is the stage's -o/--output (bindFormat): with
+	Args func(args []string)
+	// Format, when set, is the stage's -o/--output (BindFormat): with
 	// json the runner's Result is printed as JSON on stdout and its
 	// progress and text go to stderr.
-	format *string
-	// check, when set, runs first in PreRunE with the parsed command
+	Format *string
+	// Check, when set, runs first in PreRunE with the parsed command
 	// line: what a flag binding alone cannot say (a deprecated flag's
 	// old meaning, a flag given twice under two names).
-	check func(c *cobra.Command) error
+	Check func(c *cobra.Command) error
 }
 
 // resulter is a runner with a result to print as JSON; Result is nil when
 // the run did not get far enough to have one.
 type resulter interface{ Result() any }
 
-// newStage builds a subcommand: flags bound, Validate in PreRunE (before
+// NewStage builds a subcommand: flags bound, Validate in PreRunE (before
 // any I/O, a usage error), then Run.
-func newStage(s stage) *cobra.Command {
+func NewStage(s Stage) *cobra.Command {
 	c := &cobra.Command{
-		Use:     s.name + " [flags]",
-		Short:   s.short,
-		Long:    s.long,
-		Example: s.example,
+		Use:     s.Name + " [flags]",
+		Short:   s.Short,
+		Long:    s.Long,
+		Example: s.Example,
 		Args:    cobra.NoArgs,
 		PreRunE: func(c *cobra.Command, args []string) error {
-			if s.check != nil {
-				if err := s.check(c); err != nil {
-					return asUsage(err)
+			if s.Check != nil {
+				if err := s.Check(c); err != nil {
+					return AsUsage(err)
 				}
 			}
-			if s.args != nil {
-				s.args(args)
+			if s.Args != nil {
+				s.Args(args)
 			}
-			err := s.runner.Validate()
-			if s.format != nil {
-				if ferr := step.ValidateFormat(*s.format); ferr != nil {
+			err := s.Runner.Validate()
+			if s.Format != nil {
+				if ferr := step.ValidateFormat(*s.Format); ferr != nil {
 					err = errors.Join(err, ferr)
 				}
 			}
-			return asUsage(err)
+			return AsUsage(err)
 		},
 		RunE: func(c *cobra.Command, _ []string) error { return runStage(c, s) },
 	}
-	if s.args != nil {
+	if s.Args != nil {
 		c.Args = cobra.ArbitraryArgs
-		c.Use = s.name + " [flags] [args...]"
+		c.Use = s.Name + " [flags] [args...]"
 	}
 	c.Flags().SortFlags = false
-	s.bind(c.Flags())
+	s.Bind(c.Flags())
 	return c
 }
 
 // runStage clears an earlier attempt's cause, runs the stage and records
 // the cause of a failure; with -o json it prints the result on stdout.
-func runStage(c *cobra.Command, s stage) error {
-	ws := workspaceOf(s.runner)
-	cause := s.cause
+func runStage(c *cobra.Command, s Stage) error {
+	ws := workspaceOf(s.Runner)
+	cause := s.Cause
 	if cause == "" {
-		cause = s.name
+		cause = s.Name
 	}
 	if err := ws.ClearCause(cause); err != nil {
 		return &ranError{err: fmt.Errorf("removing an earlier attempt's cause: %w", err)}
 	}
 	streams := step.Streams{Out: c.OutOrStdout(), Err: c.ErrOrStderr()}
-	asJSON := s.format != nil && *s.format == step.FormatJSON
+	asJSON := s.Format != nil && *s.Format == step.FormatJSON
 	if asJSON {
 		streams.Out = c.ErrOrStderr()
 	}
-	err := s.runner.Run(c.Context(), streams)
+	err := s.Runner.Run(c.Context(), streams)
 	if asJSON {
 		// Printed for a refusal too: a script reads why.
-		if jerr := printResult(c.OutOrStdout(), s.runner); jerr != nil && err == nil {
+		if jerr := printResult(c.OutOrStdout(), s.Runner); jerr != nil && err == nil {
 			err = jerr
 		}
 	}
@@ -127,9 +127,9 @@ func printResult(w io.Writer, r step.Runner) error {
 	return err
 }
 
-// asUsage makes a validation error a usage error (exit 2), whatever type
+// AsUsage makes a validation error a usage error (exit 2), whatever type
 // the options struct gave it.
-func asUsage(err error) error {
+func AsUsage(err error) error {
 	if err == nil {
 		return nil
 	}
