@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -14,8 +15,10 @@ import (
 const TagPrefix = "kiln-"
 
 var (
-	fingerprintTag = regexp.MustCompile(`^kiln-([0-9a-f]{64})$`)
-	artifactTag    = regexp.MustCompile(`^sha256-([0-9a-f]{64})\.(sig|att)$`)
+	// Compiled on first use, not at the start of every step that links
+	// this package.
+	fingerprintTag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^kiln-([0-9a-f]{64})$`) })
+	artifactTag    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256-([0-9a-f]{64})\.(sig|att)$`) })
 )
 
 // Candidate is a manifest in one of kiln's repositories that a kiln-
@@ -72,7 +75,7 @@ func decide(keep Set, owned []string, c Candidate) (bool, string) {
 		return false, "no kiln-<fingerprint> tag names it"
 	}
 	for _, t := range c.Tags {
-		m := fingerprintTag.FindStringSubmatch(t)
+		m := fingerprintTag().FindStringSubmatch(t)
 		if m == nil {
 			return false, fmt.Sprintf("tag %s was not written by kiln", t)
 		}
@@ -98,7 +101,7 @@ type Listing struct {
 func Classify(tags map[string]string) Listing {
 	l := Listing{Images: map[string][]string{}, Artifacts: map[string][]string{}}
 	for _, t := range sortedKeys(tags) {
-		if m := artifactTag.FindStringSubmatch(t); m != nil {
+		if m := artifactTag().FindStringSubmatch(t); m != nil {
 			subject := "sha256:" + m[1]
 			l.Artifacts[subject] = append(l.Artifacts[subject], t)
 			continue
