@@ -94,6 +94,10 @@ func readLayers(layers []func() (io.ReadCloser, error), opts Options) []*layerRe
 // lower layer failed.
 func readLayer(open func() (io.ReadCloser, error), opts Options, b *budget, abandon func() bool) *layerRead {
 	lr := &layerRead{}
+	if abandon() {
+		lr.err = errAbandoned
+		return lr
+	}
 	rc, err := open()
 	if err != nil {
 		lr.err, lr.open = err, true

@@ -115,11 +115,11 @@ func TestImportNoDigestsChangesOnlyTheDigests(t *testing.T) {
 	}
 }
 
-// TestImportLimitsCountLayersInOrder makes upper layers read first (the
-// bottom layer's opener waits until they are done), so that together they
-// spend the read limits before the bottom layer is read; the result must
-// still be the one of reading the layers in order: the limit passed where
-// the layers in order pass it, or the earlier layer's own error.
+// TestImportLimitsCountLayersInOrder makes layer 1 read (or fail) first:
+// the bottom layer's opener waits until it is done, so that layer 1 spends
+// the read limits before the bottom layer is read. The result must still
+// be the one of reading the layers in order: the limit passed where the
+// layers in order pass it, or the lowest failing layer's own error.
 func TestImportLimitsCountLayersInOrder(t *testing.T) {
 	three := func(dir string) []ent {
 		return []ent{reg(dir+"/a", "aaaa"), reg(dir+"/b", "bbbb"), reg(dir+"/c", "cccc")}
@@ -149,13 +149,15 @@ func TestImportLimitsCountLayersInOrder(t *testing.T) {
 				},
 				func() (io.ReadCloser, error) {
 					if c.failOne {
+						defer upperDone.open()
 						return nil, errors.New("no such layer")
 					}
 					return closing{strings.NewReader(string(upper)), upperDone}, nil
 				},
 			}
 			if c.failOne {
-				rs = append(rs, func() (io.ReadCloser, error) { return closing{strings.NewReader(string(upper)), upperDone}, nil })
+				// Above the failed layer: never merged, so it may be left unread.
+				rs = append(rs, opener(upper))
 			}
 			tree, _, err := ImportTars(rs, c.opts)
 			got := ""
