@@ -165,6 +165,13 @@ func (c *Config) list(ctx context.Context, repo string) (retention.Listing, erro
 		return retention.Listing{}, err
 	}
 	tags, err := c.Remote.ListTags(ctx, r)
+	if errors.Is(err, registry.ErrNotFound) {
+		// A repository the registry does not know (NAME_UNKNOWN) holds
+		// nothing, kiln's or anyone's: there is nothing to prune, as on a
+		// new install before the first build.
+		c.logf("repository %s: not known to the registry, nothing to prune there", repo)
+		return retention.Classify(nil), nil
+	}
 	if err != nil {
 		return retention.Listing{}, err
 	}

@@ -93,3 +93,31 @@ func TestAFingerprintTagTheRegistryKeptIsDeletedToo(t *testing.T) {
 		t.Errorf("tags after the prune (-want +got):\n%s", d)
 	}
 }
+
+// TestARepositoryTheRegistryDoesNotKnowHasNothingToPrune: before kiln's
+// first build its repository does not exist (the registry answers
+// NAME_UNKNOWN); the plan is empty and says so, not a failure, and a
+// registry that does not answer still fails the plan.
+func TestARepositoryTheRegistryDoesNotKnowHasNothingToPrune(t *testing.T) {
+	ctx := context.Background()
+	host := inProcessRegistry(t, false)
+	f := newFixtureAt(t, host)
+	cfg := f.config(func(context.Context) (retention.Cluster, error) { return retention.Cluster{}, nil })
+	cfg.Repos = []string{host + "/kiln/never-pushed"}
+	var log strings.Builder
+	cfg.Log = &log
+	p, err := MakePlan(ctx, cfg)
+	if err != nil {
+		t.Fatalf("MakePlan on an unknown repository = %v, want an empty plan", err)
+	}
+	if len(p.Decisions) != 0 || len(p.Orphans) != 0 || p.FreedBytes != 0 {
+		t.Errorf("plan = %d decisions, %d orphans, %d bytes; want nothing", len(p.Decisions), len(p.Orphans), p.FreedBytes)
+	}
+	if want := "repository " + host + "/kiln/never-pushed: not known to the registry, nothing to prune there"; !strings.Contains(log.String(), want) {
+		t.Errorf("log %q does not say %q", log.String(), want)
+	}
+	cfg.Repos = []string{"127.0.0.1:1/kiln/os"}
+	if _, err := MakePlan(ctx, cfg); err == nil || errors.Is(err, registry.ErrNotFound) {
+		t.Errorf("MakePlan against a stopped registry = %v, want a failure that is not not-found", err)
+	}
+}
