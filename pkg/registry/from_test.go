@@ -3,10 +3,13 @@ package registry
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
 // TestRemoteFromRegistriesConfig: --registries-config is read by
@@ -67,6 +70,47 @@ location = "mirror.example:5000/ocp"
 			}
 			if got := len(sources) > 1 && sources[0].Mirror && sources[0].Ref.String() == "mirror.example:5000/ocp/ocp-release@"+parsed.Identifier(); got != c.mirrors {
 				t.Errorf("sources %v: mirror first %v, want %v", sources, got, c.mirrors)
+			}
+		})
+	}
+}
+
+// TestRemoteFromRefusesAnInsecureRegistryThatIsNotAHost: a step matches
+// --insecure-registry against each reference's host, so an entry with a
+// scheme or a path would silently match nothing; it is refused as a usage
+// error (exit 2) naming the entry, and a host[:port] is taken as given.
+func TestRemoteFromRefusesAnInsecureRegistryThatIsNotAHost(t *testing.T) {
+	cases := []struct {
+		entry string
+		want  string // "" accepted
+	}{
+		{"localhost:5000", ""},
+		{"registry.example.com", ""},
+		{"10.0.0.1:5000", ""},
+		{"http://localhost:5000", `--insecure-registry "http://localhost:5000" (or KILN_INSECURE_REGISTRY): want a registry host[:port], without scheme or path`},
+		{"localhost:5000/ns", `--insecure-registry "localhost:5000/ns" (or KILN_INSECURE_REGISTRY): want a registry host[:port], without scheme or path`},
+		{"", `--insecure-registry "" (or KILN_INSECURE_REGISTRY): want a registry host[:port], without scheme or path`},
+		{"host:port", `--insecure-registry "host:port" (or KILN_INSECURE_REGISTRY): want a registry host[:port], without scheme or path`},
+	}
+	for _, c := range cases {
+		t.Run(c.entry, func(t *testing.T) {
+			r, err := RemoteFrom(RegistryOptions{Insecure: []string{c.entry}})
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("RemoteFrom: %v", err)
+			case c.want == "":
+				if !slices.Equal(r.Insecure, []string{c.entry}) {
+					t.Errorf("Insecure = %q, want [%q]", r.Insecure, c.entry)
+				}
+			case err == nil:
+				t.Fatalf("RemoteFrom accepted %q", c.entry)
+			default:
+				if !strings.HasPrefix(err.Error(), c.want) {
+					t.Errorf("error %q, want it to start with %q", err, c.want)
+				}
+				if got := exitcode.CodeOf(err); got != exitcode.ExitUsage {
+					t.Errorf("exit code %d, want %d", got, exitcode.ExitUsage)
+				}
 			}
 		})
 	}

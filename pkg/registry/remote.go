@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/imageref"
 )
 
 // Remote says how to reach registries: credentials, plain-HTTP hosts,
@@ -162,9 +163,26 @@ func hasCode(te *transport.Error, codes ...transport.ErrorCode) bool {
 // of $(workspaces.registries.path) for an unbound optional workspace means
 // none (see LoadDir).
 func RemoteFrom(o RegistryOptions) (Remote, error) {
+	if err := checkInsecureHosts(o.Insecure); err != nil {
+		return Remote{}, err
+	}
 	cfg, err := LoadDir(o.ConfigDir)
 	if err != nil {
 		return Remote{}, fmt.Errorf("--registries-config %s: %w", o.ConfigDir, err)
 	}
 	return Remote{AuthFile: authFilePath(o.AuthFile), Insecure: o.Insecure, Config: cfg}, nil
+}
+
+// checkInsecureHosts refuses an --insecure-registry entry that is not a
+// registry host[:port]: a step matches the entry against the host of each
+// reference it reaches, so a URL or a path (http://host, host/ns) would
+// match nothing and leave the registry on TLS without a word.
+func checkInsecureHosts(hosts []string) error {
+	var errs []error
+	for _, h := range hosts {
+		if _, err := imageref.ParseRegistry(h); err != nil {
+			errs = append(errs, fmt.Errorf("--insecure-registry %q (or KILN_INSECURE_REGISTRY): want a registry host[:port], without scheme or path: %w", h, err))
+		}
+	}
+	return exitcode.ValidationErrors(errs...)
 }

@@ -211,6 +211,8 @@ func TestExitCodesThroughTheBinaries(t *testing.T) {
 		{"verify, empty path component", steps, verify(r.good+"//os"+digest, r.keyA), "want repository@sha256:<64 hex>", exitcode.ExitUsage},
 		{"verify, tag instead of digest", steps, verify(r.good+"/test/os:unsigned", r.keyA), "a tag could move", exitcode.ExitUsage},
 		{"verify, missing public key", steps, verify(r.unsigned, filepath.Join(t.TempDir(), "none.pub")), "--public-key", exitcode.ExitUsage},
+		{"verify, --insecure-registry with a scheme", steps, verify(r.signed, r.keyA, "--insecure-registry=http://"+hostOf(r.signed)),
+			"want a registry host[:port], without scheme or path", exitcode.ExitUsage},
 		{"verify, unknown flag", steps, verify(r.unsigned, r.keyA, "--bogus"), "unknown flag: --bogus", exitcode.ExitUsage},
 		{"reproduce, no kiln attestation", steps, reproduce(r.unsigned), "carries no kiln signature and attestation", exitcode.ExitRefused},
 		{"reproduce, stopped registry", steps, reproduce(at(r.stopped, r.unsigned)), "registry unreachable", exitcode.ExitFailure},
