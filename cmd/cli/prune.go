@@ -14,20 +14,25 @@ func newPruneCommand(env base.LookupEnv) *cobra.Command {
 	format := step.FormatText
 	return base.NewStage(base.Stage{
 		Name:  prune.Stage,
-		Short: "Delete kiln's node images nothing needs any more (dry run unless --apply)",
+		Short: "Delete kiln's node and kmod images nothing needs any more (dry run unless --apply)",
 		Long: `Computes the keep set from the cluster: the osImageURL of every pool's current and desired rendered
 config and of its --keep-per-pool most recent rendered configs, every other MachineConfig's
 osImageURL and kiln's kiln.dev/previous-image rollback target, every MachineConfigNode's current
-and desired image, the --live-image images, and, through each kept image's attestation verified with
---public-key, what it was built from (kmod images, bases). Then lists the tags of each --repository:
-a manifest a kiln-<fingerprint> tag names is deleted only when its signature and attestation
-verify with --public-key, the tag is the fingerprint of the attested inputs, no other tag names it
-and the keep set does not. Prints what stays and why, what goes, and the bytes the registry's
+and desired image, every ModuleDay0's containerImage, unsigned image and status.imageDigest, the
+--live-image images, and, through each kept image's attestation verified with --public-key, what it
+was built from (kmod images, bases). Then lists the tags of each --repository: a manifest a
+kiln-<fingerprint> tag names is deleted only when its signature and attestation verify with
+--public-key, the tag is the fingerprint of the attested inputs, no other tag names it and the keep
+set does not. The ModuleDay0s' kmod image repositories are scanned too, through the .sig/.att tags
+that name every image kiln signed: a kmod image is deleted only when its signature and kmod
+attestation verify, it was attested for that repository, no tag names it any more (its tag moved
+on) and the keep set does not. Prints what stays and why, what goes, and the bytes the registry's
 garbage collection frees. With --apply it deletes each image by digest, its fingerprint tag and its
 .sig and .att artifacts, reading the cluster again right before each delete; an interrupted prune
 is completed by the next one. A registry that refuses deletes fails the step, naming it.
 
-Reads:   the cluster's MachineConfigPools, MachineConfigs and MachineConfigNodes; the repositories
+Reads:   the cluster's MachineConfigPools, MachineConfigs, MachineConfigNodes and ModuleDay0s; the
+         repositories
 Writes:  work/prune/report.json
 Results: DELETED, FREED_BYTES`,
 		Example: `  kiln-steps prune --work /tmp/work --results-dir /tmp/results \

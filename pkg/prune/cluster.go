@@ -8,12 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/retention"
 )
 
 // ReadCluster lists what the keep set is read from. A cluster that does
-// not serve MachineConfigNodes has none; every other failure fails the
-// read.
+// not serve MachineConfigNodes or ModuleDay0s has none; every other
+// failure fails the read.
 func ReadCluster(c client.Reader) func(ctx context.Context) (retention.Cluster, error) {
 	return func(ctx context.Context) (retention.Cluster, error) {
 		var pools mcfgv1.MachineConfigPoolList
@@ -28,6 +29,10 @@ func ReadCluster(c client.Reader) func(ctx context.Context) (retention.Cluster, 
 		if err := c.List(ctx, &nodes); err != nil && !meta.IsNoMatchError(err) {
 			return retention.Cluster{}, fmt.Errorf("listing MachineConfigNodes: %w", err)
 		}
-		return retention.Cluster{Pools: pools.Items, MachineConfigs: mcs.Items, Nodes: nodes.Items}, nil
+		var mds kmmv1beta1.ModuleDay0List
+		if err := c.List(ctx, &mds); err != nil && !meta.IsNoMatchError(err) {
+			return retention.Cluster{}, fmt.Errorf("listing ModuleDay0s: %w", err)
+		}
+		return retention.Cluster{Pools: pools.Items, MachineConfigs: mcs.Items, Nodes: nodes.Items, ModuleDay0s: mds.Items}, nil
 	}
 }
