@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -140,14 +141,33 @@ func MakePlan(ctx context.Context, c Config) (*Plan, error) {
 	return p, nil
 }
 
-// repositories are Repos and, after them, the repositories of the
-// ModuleDay0s' kmod images that Repos does not already name.
+// PoolPlaceholder in a repository stands for each pool's name, as in
+// kiln-config's repository.
+const PoolPlaceholder = "{pool}"
+
+// repositories are Repos, one per pool of cl for each that names
+// PoolPlaceholder, and after them the repositories of the ModuleDay0s'
+// kmod images that Repos does not already name.
 func (c *Config) repositories(cl retention.Cluster) ([]string, error) {
 	kmods, err := retention.KmodRepositories(cl.ModuleDay0s)
 	if err != nil {
 		return nil, fmt.Errorf("reading the kmod image repositories: %w", err)
 	}
-	out := slices.Clone(c.Repos)
+	var out []string
+	for _, r := range c.Repos {
+		if !strings.Contains(r, PoolPlaceholder) {
+			out = appendNew(out, r)
+			continue
+		}
+		pools := make([]string, 0, len(cl.Pools))
+		for _, p := range cl.Pools {
+			pools = append(pools, p.Name)
+		}
+		slices.Sort(pools)
+		for _, p := range pools {
+			out = appendNew(out, strings.ReplaceAll(r, PoolPlaceholder, p))
+		}
+	}
 	for _, r := range kmods {
 		if !slices.Contains(out, r) {
 			out = append(out, r)
@@ -155,6 +175,13 @@ func (c *Config) repositories(cl retention.Cluster) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
 }
 
 func (c *Config) readCluster(ctx context.Context) (retention.Cluster, error) {

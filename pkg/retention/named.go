@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 )
@@ -27,6 +28,11 @@ type Cluster struct {
 	// ModuleDay0s name kiln's kmod images: their containerImage and
 	// unsigned image tags, and the image last applied.
 	ModuleDay0s []kmmv1beta1.ModuleDay0
+	// Runs and TaskRuns are kiln's runs and their tasks: the images of
+	// those not finished, and of the newest upgrade-ahead ones, stay
+	// (RunImages).
+	Runs     []pipelinev1.PipelineRun
+	TaskRuns []pipelinev1.TaskRun
 	// Live are the images of runs in progress or queued (image
 	// references), which may be rolled out next.
 	Live []string
@@ -43,7 +49,8 @@ type Named struct {
 // recent rendered configs, of every other (not rendered) MachineConfig
 // such as kiln's own, kiln's previous-image rollback target, each
 // MachineConfigNode's desired and current image, each ModuleDay0's kmod
-// images (moduleDay0Images), and the live runs' images. The order is
+// images (moduleDay0Images), the images kiln's runs may still roll out
+// (RunImages), and the live images given. The order is
 // fixed (by pool, node, config and ModuleDay0 name).
 func NamedImages(c Cluster, perPool int) []Named {
 	mcs := make(map[string]*mcfgv1.MachineConfig, len(c.MachineConfigs))
@@ -81,6 +88,7 @@ func NamedImages(c Cluster, perPool int) []Named {
 		add(string(n.Status.ConfigImage.CurrentImage), fmt.Sprintf("MachineConfigNode %s: current image", n.Name))
 	}
 	out = append(out, moduleDay0Images(c.ModuleDay0s)...)
+	out = append(out, RunImages(c.Runs, c.TaskRuns)...)
 	for _, img := range c.Live {
 		add(img, "a live run's image")
 	}
