@@ -214,3 +214,24 @@ func TestScheduledPruneWaitsForARunBetweenImageBuildAndRollout(t *testing.T) {
 		t.Errorf("after the rollout finished: %d prune TaskRuns, want 1", len(h.pruneRuns()))
 	}
 }
+
+// FuzzParseRetention: any block either parses to a retention within its
+// bounds or is refused with an error naming data.retention; it never
+// panics.
+func FuzzParseRetention(f *testing.F) {
+	f.Add("keepPerPool: 5\nschedule: 24h\napply: true\n")
+	f.Add("schedule: off\n")
+	f.Add("keepPerPool: 1e9\n")
+	f.Fuzz(func(t *testing.T, block string) {
+		r, err := parseRetention(block, "data.retention")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "data.retention") {
+				t.Fatalf("error %q does not name data.retention", err)
+			}
+			return
+		}
+		if r.KeepPerPool < 0 || r.KeepPerPool > 1000 || (r.Schedule != 0 && r.Schedule < minPruneInterval) {
+			t.Fatalf("%q parsed to %+v, out of bounds", block, r)
+		}
+	})
+}
