@@ -178,3 +178,63 @@ func TestPruneDeletesKmodImagesTheirTagMovedAwayFrom(t *testing.T) {
 		t.Errorf("second prune plans deletes %v, orphans %v, %d bytes; want nothing", again.Deletes(), again.Orphans, again.FreedBytes)
 	}
 }
+
+// TestAKmodImageItsTagMovesBackToBeforeTheDeleteStays: the plan deletes
+// the first of two kmod builds; before the first delete a run pushes
+// that image to the ModuleDay0's tag again. The keep set read before
+// each delete names it through the tag, and its unsigned build through
+// its attestation: neither is deleted, both are said why, and both still
+// pull and verify.
+func TestAKmodImageItsTagMovesBackToBeforeTheDeleteStays(t *testing.T) {
+	ctx := context.Background()
+	f := newFixtureAt(t, inProcessRegistry(t, false))
+	kmodRepo := strings.TrimSuffix(f.repo, "/kiln/os") + "/kmods/nvidia"
+	u1, s1 := f.kmodBuild(t, kmodRepo, "5.14.0-1.el9.x86_64")
+	f.kmodBuild(t, kmodRepo, "5.14.0-2.el9.x86_64")
+	md := kmmv1beta1.ModuleDay0{ObjectMeta: metav1.ObjectMeta{Namespace: "kmm", Name: "nvidia"}}
+	md.Spec.OSMapping.ContainerImage = kmodRepo + ":v1"
+	md.Spec.OSMapping.Sign = &kmmv1beta1.Sign{FilesToSign: []string{"/lib/modules/*/nvidia.ko"}}
+	calls := 0
+	cfg := f.config(func(context.Context) (retention.Cluster, error) {
+		if calls++; calls == 2 { // the check before the first delete
+			f.retag(t, s1, kmodRepo+":v1")
+		}
+		return retention.Cluster{ModuleDay0s: []kmmv1beta1.ModuleDay0{md}}, nil
+	})
+	p, err := MakePlan(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Deletes()) != 2 {
+		t.Fatalf("planned %d deletes, want %s and %s", len(p.Deletes()), u1, s1)
+	}
+	out, err := Apply(ctx, cfg, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Outcome{Spared: map[string]string{
+		s1: "ModuleDay0 kmm/nvidia: spec.osMapping.containerImage",
+		u1: "unsigned-image of kept " + digest(s1)[:19],
+	}}
+	if d := cmp.Diff(want, out); d != "" {
+		t.Errorf("outcome (-want +got):\n%s", d)
+	}
+	f.pullsAndVerifies(t, s1, f.v)
+	f.pullsAndVerifies(t, u1, f.v)
+}
+
+// retag points tag (repository:tag) at ref's manifest, as a push of the
+// same image does.
+func (f *fixture) retag(t *testing.T, ref, tag string) {
+	t.Helper()
+	ctx := context.Background()
+	desc, err := f.r.GetNamed(ctx, mustDigest(t, f, ref))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := desc.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.push(t, tag, img)
+}

@@ -47,7 +47,8 @@ type Plan struct {
 	// Keep is the keep set: digest to why it stays.
 	Keep retention.Set `json:"keep"`
 	// Decisions are the candidates (manifests kiln- tags name in kiln's
-	// repositories) with what is done to each and why.
+	// repositories, and every signed manifest there, tagged or not) with
+	// what is done to each and why.
 	Decisions []retention.Decision `json:"decisions"`
 	// Orphans are artifacts left by an interrupted prune: kiln-signed
 	// .sig/.att of images already deleted.
