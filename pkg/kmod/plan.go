@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/go-containerregistry/pkg/name"
-
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
 )
@@ -95,29 +93,9 @@ func Decide(md *kmmv1beta1.ModuleDay0, f Facts) (Plan, error) {
 	return p, nil
 }
 
-// unsignedRef names the unsigned image after containerImage: its
-// repository, with "-unsigned" after its tag, or the tag "unsigned" when
-// it has none. A digest is dropped: the build pushes by tag, and the
-// signed image's digest is not known before it is made.
-func unsignedRef(ref string) (string, error) {
-	if _, err := name.ParseReference(ref); err != nil {
-		return "", fmt.Errorf("spec.osMapping.containerImage %q: %w", ref, err)
-	}
-	base, _, _ := strings.Cut(ref, "@") // the digest, validated above
-	tagged, err := name.NewTag(base, name.WithDefaultTag(""))
-	if err != nil {
-		return "", fmt.Errorf("spec.osMapping.containerImage %q: %w", ref, err)
-	}
-	tag := "unsigned"
-	if t := tagged.TagStr(); t != "" {
-		tag = t + "-unsigned"
-	}
-	out, err := name.NewTag(tagged.Context().Name() + ":" + tag)
-	if err != nil {
-		return "", fmt.Errorf("spec.osMapping.containerImage %q: making the unsigned image's tag: %w", ref, err)
-	}
-	return out.String(), nil
-}
+// unsignedRef names the unsigned image after containerImage (KMM's
+// convention, kmmv1beta1.DefaultUnsignedImage).
+func unsignedRef(ref string) (string, error) { return kmmv1beta1.DefaultUnsignedImage(ref) }
 
 // Payload are the payload's images the AUTO arguments resolve to.
 type Payload struct {

@@ -5,16 +5,20 @@ import (
 	"fmt"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/retention"
 )
 
-// ReadCluster lists what the keep set is read from. A cluster that does
-// not serve MachineConfigNodes has none; every other failure fails the
-// read.
-func ReadCluster(c client.Reader) func(ctx context.Context) (retention.Cluster, error) {
+// ReadCluster lists what the keep set is read from: pools,
+// MachineConfigs, MachineConfigNodes, ModuleDay0s, and the PipelineRuns
+// and TaskRuns of runsNamespace (kiln's runs; "" reads none). A cluster
+// that does not serve MachineConfigNodes, ModuleDay0s or Tekton has none;
+// every other failure fails the read.
+func ReadCluster(c client.Reader, runsNamespace string) func(ctx context.Context) (retention.Cluster, error) {
 	return func(ctx context.Context) (retention.Cluster, error) {
 		var pools mcfgv1.MachineConfigPoolList
 		if err := c.List(ctx, &pools); err != nil {
@@ -25,9 +29,34 @@ func ReadCluster(c client.Reader) func(ctx context.Context) (retention.Cluster, 
 			return retention.Cluster{}, fmt.Errorf("listing MachineConfigs: %w", err)
 		}
 		var nodes mcfgv1.MachineConfigNodeList
-		if err := c.List(ctx, &nodes); err != nil && !meta.IsNoMatchError(err) {
+		if err := listServed(ctx, c, &nodes); err != nil {
 			return retention.Cluster{}, fmt.Errorf("listing MachineConfigNodes: %w", err)
 		}
-		return retention.Cluster{Pools: pools.Items, MachineConfigs: mcs.Items, Nodes: nodes.Items}, nil
+		var mds kmmv1beta1.ModuleDay0List
+		if err := listServed(ctx, c, &mds); err != nil {
+			return retention.Cluster{}, fmt.Errorf("listing ModuleDay0s: %w", err)
+		}
+		cl := retention.Cluster{Pools: pools.Items, MachineConfigs: mcs.Items, Nodes: nodes.Items, ModuleDay0s: mds.Items}
+		if runsNamespace == "" {
+			return cl, nil
+		}
+		var runs pipelinev1.PipelineRunList
+		if err := listServed(ctx, c, &runs, client.InNamespace(runsNamespace)); err != nil {
+			return retention.Cluster{}, fmt.Errorf("listing the PipelineRuns of namespace %s: %w", runsNamespace, err)
+		}
+		var trs pipelinev1.TaskRunList
+		if err := listServed(ctx, c, &trs, client.InNamespace(runsNamespace)); err != nil {
+			return retention.Cluster{}, fmt.Errorf("listing the TaskRuns of namespace %s: %w", runsNamespace, err)
+		}
+		cl.Runs, cl.TaskRuns = runs.Items, trs.Items
+		return cl, nil
 	}
+}
+
+// listServed lists, and takes a kind the cluster does not serve for none.
+func listServed(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) error {
+	if err := c.List(ctx, list, opts...); err != nil && !meta.IsNoMatchError(err) {
+		return err
+	}
+	return nil
 }

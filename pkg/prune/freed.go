@@ -46,6 +46,16 @@ func (c *Config) freed(ctx context.Context, p *Plan, listings map[string]retenti
 			}
 		}
 	}
+	// A candidate that stays may be untagged (a kept kmod image whose tag
+	// moved on): the listing's tags do not name it, its blobs stay all
+	// the same.
+	for _, d := range p.Decisions {
+		if !d.Delete {
+			if err := add(&kept, d.Repo, d.Digest); err != nil {
+				return 0, err
+			}
+		}
+	}
 	for repo, l := range listings {
 		for digest := range l.Images {
 			if !gone[repo+"@"+digest] {
@@ -65,11 +75,12 @@ func (c *Config) freed(ctx context.Context, p *Plan, listings map[string]retenti
 			}
 		}
 	}
-	// The base images the candidates were built from share their layers.
+	// The base images the candidates were built from share their layers;
+	// a signed kmod image's unsigned build may be deleted with it.
 	for _, ins := range p.prov {
 		for _, in := range ins {
 			for _, dep := range in.Dependencies {
-				if repo, ok := strings.CutPrefix(dep.URI, "oci://"); ok {
+				if repo, ok := strings.CutPrefix(dep.URI, "oci://"); ok && !gone[repo+"@"+dep.Digest] {
 					if err := add(&kept, repo, dep.Digest); err != nil {
 						return 0, err
 					}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -40,10 +41,14 @@ type Config struct {
 
 // Plan is what a prune would do.
 type Plan struct {
+	// Repositories are the repositories scanned: the node image ones,
+	// then the ModuleDay0s' kmod image ones.
+	Repositories []string `json:"repositories"`
 	// Keep is the keep set: digest to why it stays.
 	Keep retention.Set `json:"keep"`
 	// Decisions are the candidates (manifests kiln- tags name in kiln's
-	// repositories) with what is done to each and why.
+	// repositories, and every signed manifest there, tagged or not) with
+	// what is done to each and why.
 	Decisions []retention.Decision `json:"decisions"`
 	// Orphans are artifacts left by an interrupted prune: kiln-signed
 	// .sig/.att of images already deleted.
@@ -81,21 +86,35 @@ func (c *Config) logf(format string, args ...any) {
 	}
 }
 
-// MakePlan reads the cluster and kiln's repositories and decides.
+// MakePlan reads the cluster and kiln's repositories, the node image
+// ones (Repos) and the kmod image ones the ModuleDay0s name, and decides.
 // Nothing is deleted. A registry or cluster that cannot be read fails
 // the plan: a keep set with a hole in it could delete what is needed.
 func MakePlan(ctx context.Context, c Config) (*Plan, error) {
-	p := &Plan{prov: map[string][]trust.Inputs{}, artifacts: map[string]map[string][]string{}}
+	cl, err := c.readCluster(ctx)
+	if err != nil {
+		return nil, err
+	}
+	repos, err := c.repositories(cl)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Repositories: repos, prov: map[string][]trust.Inputs{}, artifacts: map[string]map[string][]string{}}
 	var cands []retention.Candidate
 	listings := map[string]retention.Listing{}
-	for _, repo := range c.Repos {
+	gone := map[string][]string{}
+	for _, repo := range repos {
 		l, err := c.list(ctx, repo)
 		if err != nil {
 			return nil, err
 		}
 		listings[repo] = l
 		p.artifacts[repo] = l.Artifacts
-		for _, d := range l.Candidates() {
+		var judge []string
+		if judge, gone[repo], err = c.scan(ctx, repo, l); err != nil {
+			return nil, err
+		}
+		for _, d := range judge {
 			cand, err := c.candidate(ctx, repo, d, l.Images[d])
 			if err != nil {
 				return nil, err
@@ -104,14 +123,14 @@ func MakePlan(ctx context.Context, c Config) (*Plan, error) {
 			p.prov[d] = append(p.prov[d], cand.Inputs...)
 		}
 	}
-	keep, err := c.keepSet(ctx, p.prov)
+	keep, err := c.keepSetOf(ctx, cl, p.prov)
 	if err != nil {
 		return nil, err
 	}
 	p.Keep = keep
-	p.Decisions = retention.Decide(keep, c.Repos, cands)
-	for _, repo := range c.Repos {
-		orphans, err := c.orphans(ctx, repo, listings[repo], keep)
+	p.Decisions = retention.Decide(keep, repos, cands)
+	for _, repo := range repos {
+		orphans, err := c.orphans(ctx, repo, listings[repo], gone[repo], keep)
 		if err != nil {
 			return nil, err
 		}
@@ -123,13 +142,69 @@ func MakePlan(ctx context.Context, c Config) (*Plan, error) {
 	return p, nil
 }
 
+// PoolPlaceholder in a repository stands for each pool's name, as in
+// kiln-config's repository.
+const PoolPlaceholder = "{pool}"
+
+// repositories are Repos, one per pool of cl for each that names
+// PoolPlaceholder, and after them the repositories of the ModuleDay0s'
+// kmod images that Repos does not already name.
+func (c *Config) repositories(cl retention.Cluster) ([]string, error) {
+	kmods, err := retention.KmodRepositories(cl.ModuleDay0s)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kmod image repositories: %w", err)
+	}
+	var out []string
+	for _, r := range c.Repos {
+		if !strings.Contains(r, PoolPlaceholder) {
+			out = appendNew(out, r)
+			continue
+		}
+		pools := make([]string, 0, len(cl.Pools))
+		for _, p := range cl.Pools {
+			pools = append(pools, p.Name)
+		}
+		slices.Sort(pools)
+		for _, p := range pools {
+			out = appendNew(out, strings.ReplaceAll(r, PoolPlaceholder, p))
+		}
+	}
+	for _, r := range kmods {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+			c.logf("repository %s: a ModuleDay0's kmod images, scanned too", r)
+		}
+	}
+	return out, nil
+}
+
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+func (c *Config) readCluster(ctx context.Context) (retention.Cluster, error) {
+	cl, err := c.Cluster(ctx)
+	if err != nil {
+		return retention.Cluster{}, fmt.Errorf("reading the cluster for the keep set: %w", err)
+	}
+	return cl, nil
+}
+
 // keepSet reads the cluster and computes the keep set, expanded through
 // the attested inputs in prov.
 func (c *Config) keepSet(ctx context.Context, prov map[string][]trust.Inputs) (retention.Set, error) {
-	cl, err := c.Cluster(ctx)
+	cl, err := c.readCluster(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the cluster for the keep set: %w", err)
+		return nil, err
 	}
+	return c.keepSetOf(ctx, cl, prov)
+}
+
+// keepSetOf is the keep set of what cl names, expanded through prov.
+func (c *Config) keepSetOf(ctx context.Context, cl retention.Cluster, prov map[string][]trust.Inputs) (retention.Set, error) {
 	cl.Live = append(slices.Clone(cl.Live), c.Live...)
 	keep, err := retention.Resolve(retention.NamedImages(cl, c.PerPool), func(ref string) (string, error) {
 		return c.resolve(ctx, ref)
@@ -233,25 +308,48 @@ func kilnBuild(t string) bool {
 	return t == trust.BuildTypeNodeImage || t == trust.BuildTypeKmodBuild || t == trust.BuildTypeKmodSign
 }
 
-// orphans are subjects of l's artifact tags that have no tag, are not
-// kept, are gone from the registry, and whose .sig verifies with kiln's
-// key. Anything else (an untagged image still there, another signer's
-// artifact) stays.
-func (c *Config) orphans(ctx context.Context, repo string, l retention.Listing, keep retention.Set) ([]Orphan, error) {
+// scan lists the digests of repo to judge: those a kiln- tag names, and
+// every subject of cosign artifacts that is still in the registry (a kmod
+// image, tagged or not since its tag moved, or an image signed under
+// another tag). Subjects whose manifest is gone are returned apart, as
+// possible orphans.
+func (c *Config) scan(ctx context.Context, repo string, l retention.Listing) (judge, gone []string, err error) {
+	judge = l.Candidates()
+	for _, subject := range l.Subjects() {
+		if slices.Contains(judge, subject) {
+			continue
+		}
+		if _, tagged := l.Images[subject]; !tagged {
+			d, err := c.digestRef(repo, subject)
+			if err != nil {
+				return nil, nil, err
+			}
+			_, err = c.Remote.HeadNamed(ctx, d)
+			switch err = registry.Classify(err, "reading", d.String()); {
+			case errors.Is(err, registry.ErrNotFound):
+				gone = append(gone, subject)
+				continue
+			case err != nil:
+				return nil, nil, err
+			}
+		}
+		judge = append(judge, subject)
+	}
+	slices.Sort(judge)
+	return judge, gone, nil
+}
+
+// orphans are the subjects gone from repo whose artifact tags l lists,
+// that are not kept, and whose .sig verifies with kiln's key: what an
+// interrupted prune left. Another signer's artifacts stay.
+func (c *Config) orphans(ctx context.Context, repo string, l retention.Listing, gone []string, keep retention.Set) ([]Orphan, error) {
 	var out []Orphan
-	for _, subject := range l.Orphans() {
+	for _, subject := range gone {
 		if keep.Has(subject) {
 			continue
 		}
 		d, err := c.digestRef(repo, subject)
 		if err != nil {
-			return nil, err
-		}
-		_, err = c.Remote.HeadNamed(ctx, d)
-		switch err = registry.Classify(err, "reading", d.String()); {
-		case err == nil:
-			continue // the image is there, untagged: not an orphan
-		case !errors.Is(err, registry.ErrNotFound):
 			return nil, err
 		}
 		if err := sign.VerifySignatureArtifact(ctx, c.Remote, d, c.Verifier); err != nil {

@@ -39,7 +39,7 @@ func TestAnImageNeededAfterThePlanIsNotDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	read := ReadCluster(e.Kube.Client)
+	read := ReadCluster(e.Kube.Client, "")
 	var calls atomic.Int32
 	cluster := func(ctx context.Context) (retention.Cluster, error) {
 		// Calls: the plan, the check before the first delete, the check

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/kube"
@@ -37,11 +39,16 @@ type Options struct {
 	// and attestation verify with it are kiln's.
 	PublicKey string
 	// Repositories are kiln's repositories; nothing elsewhere is deleted.
+	// {pool} stands for each pool's name (kiln-config's repository).
 	Repositories []string
 	// KeepPerPool is how many recent rendered configs' images each pool keeps.
 	KeepPerPool int
 	// LiveImages are the images of runs in progress or queued.
 	LiveImages []string
+	// RunsNamespace is where kiln's PipelineRuns are: the images of those
+	// not finished, and of the newest upgrade-ahead ones, are kept. ""
+	// reads no runs.
+	RunsNamespace string
 	// Apply deletes; without it the plan is only printed.
 	Apply bool
 
@@ -55,11 +62,14 @@ type Report struct {
 	Outcome *Outcome `json:"outcome,omitempty"`
 }
 
+// DefaultRunsNamespace is the namespace config/ installs kiln in.
+const DefaultRunsNamespace = "kiln"
+
 // DefaultOptions returns prune's options with their defaults: a dry run
 // keeping the last retention.DefaultPerPool images of each pool.
 func DefaultOptions() *Options {
 	return &Options{Options: step.DefaultOptions(), Kube: kube.DefaultKubeOptions(),
-		PublicKey: step.DefaultPublicKey, KeepPerPool: retention.DefaultPerPool}
+		PublicKey: step.DefaultPublicKey, KeepPerPool: retention.DefaultPerPool, RunsNamespace: DefaultRunsNamespace}
 }
 
 // Validate reports every bad flag at once, before any I/O.
@@ -72,12 +82,18 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("--repository is required: kiln's repositories, the only ones prune deletes from"))
 	}
 	for _, r := range o.Repositories {
-		if _, err := name.NewRepository(r, name.StrictValidation); err != nil {
+		// {pool} becomes a pool name, itself a valid path component.
+		if _, err := name.NewRepository(strings.ReplaceAll(r, PoolPlaceholder, "pool"), name.StrictValidation); err != nil {
 			errs = append(errs, fmt.Errorf("--repository %q: %w", r, err))
 		}
 	}
 	if o.KeepPerPool < 0 {
 		errs = append(errs, fmt.Errorf("--keep-per-pool %d: want 0 or more images", o.KeepPerPool))
+	}
+	if ns := o.RunsNamespace; ns != "" {
+		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--runs-namespace %q: %s", ns, strings.Join(msgs, "; ")))
+		}
 	}
 	for _, img := range o.LiveImages {
 		if _, err := name.ParseReference(img); err != nil {
@@ -113,7 +129,7 @@ func (o *Options) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	cfg := Config{Remote: r.WithSession(), Verifier: v, Repos: o.Repositories, PerPool: o.KeepPerPool,
-		Live: o.LiveImages, Cluster: ReadCluster(c), Log: s.Out}
+		Live: o.LiveImages, Cluster: ReadCluster(c, o.RunsNamespace), Log: s.Out}
 	p, err := MakePlan(ctx, cfg)
 	if err != nil {
 		return err

@@ -20,10 +20,13 @@ func TestValidateReportsEveryBadFlagBeforeAnyIO(t *testing.T) {
 		want []string // substrings of the error, in order; nil means valid
 	}{
 		{"defaults with a repository", func(*Options) {}, nil},
+		{"a repository per pool, as kiln-config names it", func(o *Options) { o.Repositories = []string{"registry.example.com/os-{pool}"} }, nil},
 		{"no repository", func(o *Options) { o.Repositories = nil }, []string{"--repository is required"}},
 		{"a repository that is no name", func(o *Options) { o.Repositories = []string{"Registry.example.com/UPPER"} }, []string{`--repository "Registry.example.com/UPPER"`}},
 		{"a negative keep count", func(o *Options) { o.KeepPerPool = -1 }, []string{"--keep-per-pool -1: want 0 or more images"}},
 		{"a live image that is no reference", func(o *Options) { o.LiveImages = []string{"a b"} }, []string{`--live-image "a b"`}},
+		{"a runs namespace that is no namespace", func(o *Options) { o.RunsNamespace = "Kiln" }, []string{`--runs-namespace "Kiln"`}},
+		{"no runs namespace reads no runs", func(o *Options) { o.RunsNamespace = "" }, nil},
 		{"a folder source", func(o *Options) { o.Kube.Source = "dir:/tmp/x" }, []string{"prune reads the live cluster"}},
 		{"no public key and no work folder", func(o *Options) { o.PublicKey, o.Work = "", "" }, []string{"--work", "--public-key"}},
 	}

@@ -2,10 +2,13 @@
 // delete. The keep set is a pure function of what the cluster says a node,
 // a rollback or an upgrade may need (pools' rendered configs,
 // MachineConfigNodes, kiln's MachineConfigs, the last N rendered configs
-// per pool, live runs) and of what kiln's verified attestations say each
-// kept image was built from. Ownership is proven per candidate: kiln's
-// repository, kiln's signature and attestation, and a kiln-<fingerprint>
-// tag equal to the attested inputs' fingerprint. Nothing here talks to a
+// per pool, ModuleDay0s, runs not finished and upgrade-ahead runs) and of
+// what kiln's verified attestations say each kept image was built from.
+// Ownership is proven per candidate: kiln's repository, kiln's signature
+// and attestation, and for a node image a kiln-<fingerprint> tag equal to
+// the attested inputs' fingerprint, for a kmod image no tag at all (its
+// ModuleDay0's tag moved on) and an attested target in its repository.
+// Nothing here talks to a
 // registry or a cluster; the prune stage gathers the inputs.
 //
 // MCO's on-cluster layering leaves pruning to the admin

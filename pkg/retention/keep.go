@@ -105,7 +105,9 @@ func builtFrom(in trust.Inputs) []input {
 		}
 	}
 	if u := in.Parameters["unsignedImage"]; u != "" {
-		if d, err := digestOf(u); err == nil && d != "" {
+		// kmod-sign lists it among the dependencies as well: one reason
+		// is enough.
+		if d, err := digestOf(u); err == nil && d != "" && !slices.ContainsFunc(out, func(i input) bool { return i.digest == d }) {
 			out = append(out, input{"unsigned kmod image", d})
 		}
 	}

@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
+	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 )
 
 // PreviousImageAnnot is the annotation rollout leaves on kiln's
@@ -22,6 +25,14 @@ type Cluster struct {
 	Pools          []mcfgv1.MachineConfigPool
 	MachineConfigs []mcfgv1.MachineConfig
 	Nodes          []mcfgv1.MachineConfigNode
+	// ModuleDay0s name kiln's kmod images: their containerImage and
+	// unsigned image tags, and the image last applied.
+	ModuleDay0s []kmmv1beta1.ModuleDay0
+	// Runs and TaskRuns are kiln's runs and their tasks: the images of
+	// those not finished, and of the newest upgrade-ahead ones, stay
+	// (RunImages).
+	Runs     []pipelinev1.PipelineRun
+	TaskRuns []pipelinev1.TaskRun
 	// Live are the images of runs in progress or queued (image
 	// references), which may be rolled out next.
 	Live []string
@@ -37,8 +48,10 @@ type Named struct {
 // each pool's current and desired rendered config, of its perPool most
 // recent rendered configs, of every other (not rendered) MachineConfig
 // such as kiln's own, kiln's previous-image rollback target, each
-// MachineConfigNode's desired and current image, and the live runs'
-// images. The order is fixed (by pool, node and config name).
+// MachineConfigNode's desired and current image, each ModuleDay0's kmod
+// images (moduleDay0Images), the images kiln's runs may still roll out
+// (RunImages), and the live images given. The order is
+// fixed (by pool, node, config and ModuleDay0 name).
 func NamedImages(c Cluster, perPool int) []Named {
 	mcs := make(map[string]*mcfgv1.MachineConfig, len(c.MachineConfigs))
 	for i := range c.MachineConfigs {
@@ -74,6 +87,8 @@ func NamedImages(c Cluster, perPool int) []Named {
 		add(string(n.Status.ConfigImage.DesiredImage), fmt.Sprintf("MachineConfigNode %s: observed desired image", n.Name))
 		add(string(n.Status.ConfigImage.CurrentImage), fmt.Sprintf("MachineConfigNode %s: current image", n.Name))
 	}
+	out = append(out, moduleDay0Images(c.ModuleDay0s)...)
+	out = append(out, RunImages(c.Runs, c.TaskRuns)...)
 	for _, img := range c.Live {
 		add(img, "a live run's image")
 	}

@@ -22,7 +22,8 @@ var (
 )
 
 // Candidate is a manifest in one of kiln's repositories that a kiln-
-// tag names, with what verifying it found.
+// tag names or that has cosign artifacts (a signed image, tagged or
+// not), with what verifying it found.
 type Candidate struct {
 	// Repo is the repository, registry/path.
 	Repo string `json:"repository"`
@@ -48,7 +49,9 @@ type Decision struct {
 // only when it is in one of kiln's repositories (owned), not in keep,
 // signed and attested with kiln's key, and every tag naming it is a
 // kiln-<fingerprint> tag equal to the fingerprint of the inputs its
-// attestation binds, a tag only kiln's image-build writes. Anything else
+// attestation binds, a tag only kiln's image-build writes; a kmod image
+// (kmod build or sign attestation) when no tag names it and it was
+// attested for its repository (decideKmod). Anything else
 // (a base image, another signer's image, a tag someone else wrote) stays,
 // with the rule that kept it.
 func Decide(keep Set, owned []string, cands []Candidate) []Decision {
@@ -71,6 +74,8 @@ func decide(keep Set, owned []string, c Candidate) (bool, string) {
 		return false, "not signed and attested with kiln's key: " + c.Unverified
 	case len(c.Inputs) == 0:
 		return false, "no kiln attestation verified"
+	case isKmod(c.Inputs):
+		return decideKmod(c)
 	case len(c.Tags) == 0:
 		return false, "no kiln-<fingerprint> tag names it"
 	}
@@ -123,9 +128,14 @@ func (l Listing) Candidates() []string {
 	return out
 }
 
+// Subjects are the digests cosign artifact tags name, in order: every
+// image kiln signed in the repository, tagged or not.
+func (l Listing) Subjects() []string { return sortedKeys(l.Artifacts) }
+
 // Orphans are subjects with artifact tags but no tag of their own: what a
-// prune interrupted between deleting a manifest and its artifacts left.
-// The caller checks the subject is really gone before deleting them.
+// prune interrupted between deleting a manifest and its artifacts left,
+// or a kmod image whose tag moved on. The caller checks the subject is
+// really gone before deleting them as orphans.
 func (l Listing) Orphans() []string {
 	var out []string
 	for _, d := range sortedKeys(l.Artifacts) {

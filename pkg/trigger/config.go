@@ -62,6 +62,9 @@ type Config struct {
 	// others): enforce, warn or off. A pool it does not name keeps the
 	// Pipeline's default (enforce). It becomes the run's drift-gate param.
 	DriftGate map[string]string
+	// Retention is the scheduled prune of kiln's registry images
+	// (retention block; off by default).
+	Retention Retention
 	// Cluster is not read from kiln-config: in cluster mode the trigger
 	// sets it from the cluster (registry copies, proxy) before a run is
 	// built, and kiln-config's own settings win over it.
@@ -90,6 +93,7 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 		ServiceAccountPrefix: "kiln-",
 		Timeout:              3 * time.Hour,
 		BootImagePools:       []string{"worker"},
+		Retention:            DefaultRetention(),
 	}
 	if c.Repository == "" {
 		return Config{}, fmt.Errorf("%s is empty: name the repository for the pools' images, e.g. quay.io/org/os-{pool}", where(keyRepository))
@@ -147,6 +151,13 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 			return Config{}, fmt.Errorf("%s: %w", where(keyDriftGate), err)
 		}
 		c.DriftGate = gate
+	}
+	if v := d[keyRetention]; strings.TrimSpace(v) != "" {
+		r, err := parseRetention(v, where(keyRetention))
+		if err != nil {
+			return Config{}, err
+		}
+		c.Retention = r
 	}
 	if v := d[keyPodTemplate]; strings.TrimSpace(v) != "" {
 		c.PodTemplate = &pod.Template{}

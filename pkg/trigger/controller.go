@@ -127,6 +127,15 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	// The scheduled prune (prune.go): kiln-config sets it, a run's
+	// progress may let a postponed one start.
+	err = ctrl.NewControllerManagedBy(mgr).Named("kiln-prune").
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(pruneOnly), inNS(c.Namespace, ConfigName)).
+		Watches(&pipelinev1.PipelineRun{}, handler.EnqueueRequestsFromMapFunc(pruneOnly)).
+		Complete(reconcile.Func(c.reconcilePrune))
+	if err != nil {
+		return err
+	}
 	return c.setupRegistries(mgr)
 }
 

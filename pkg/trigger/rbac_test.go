@@ -50,6 +50,7 @@ func TestTriggerRBAC(t *testing.T) {
 	managed.Labels[moduleday0.KMMManagedLabel] = "true"
 	managed.Spec.OSImageURL = "registry.example/kmods@sha256:" + fpA + fpA
 	h.create(pool("worker", true), pool("infra", true), machineConfig("00-worker", "worker", "a=1"), managed)
+	h.setRetention("schedule: 10m\n") // the scheduled prune's TaskRun
 	mgr, err := NewManager(proxy.Config(), Options{Namespace: ns, MetricsAddr: "0", ProbeAddr: "0", LeaderElect: true,
 		Settle: 200 * time.Millisecond, MaxSettle: 2 * time.Second})
 	if err != nil {
@@ -60,6 +61,7 @@ func TestTriggerRBAC(t *testing.T) {
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()
 
+	eventually(t, wait, "the scheduled prune", func() bool { return len(h.pruneRuns()) == 1 })
 	// Runs, a cancel, and the sync's ModuleDay0 (which changes infra's fingerprint: a second infra run).
 	eventually(t, wait, "runs for both pools", func() bool { return len(h.runs("worker")) == 1 && len(h.runs("infra")) >= 1 })
 	eventually(t, wait, "the sync's ModuleDay0", func() bool {
@@ -136,6 +138,7 @@ func TestTriggerRBAC(t *testing.T) {
 		"get configmaps ns=openshift-machine-config-operator":          "informer reads; gets go to the cache",
 		"get pipelines.tekton.dev ns=kiln":                             "informer reads; gets go to the cache",
 		"get pipelineruns.tekton.dev ns=kiln":                          "bootimages: the run-coming check",
+		"get taskruns.tekton.dev ns=kiln":                              "prune: a run's image-build and rollout TaskRuns (TestScheduledPruneWaitsForARunBetweenImageBuildAndRollout); no run here has TaskRuns",
 		"patch events ns=kiln":                                         "event aggregation of repeated events",
 		"patch events ns=default":                                      "event aggregation of repeated events",
 	}
