@@ -44,6 +44,16 @@ var unwanted = []string{
 	"github.com/kiln-dev/kiln/pkg/sign",
 	"go.podman.io/image/v5/signature",
 	"k8s.io/client-go",
+	// cosign's library and what its verification pulls in (the Rekor
+	// and Fulcio clients, TUF, sigstore-go, go-openapi's models): the
+	// reuse proof verifies with sigstore's signature, DSSE and x509
+	// libraries instead.
+	"github.com/sigstore/cosign",
+	"github.com/sigstore/rekor",
+	"github.com/sigstore/fulcio",
+	"github.com/sigstore/sigstore-go",
+	"github.com/theupdateframework",
+	"github.com/go-openapi",
 }
 
 // TestLinksNoOtherStage lists the binary's packages (go list -deps) and

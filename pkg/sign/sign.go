@@ -192,7 +192,7 @@ func publish(digest name.Digest, sv signature.Verifier, ro mutate.ReplaceOp, sig
 		}
 		// Layers over MaxAttachmentSize are dropped, unread: the node's
 		// CRI-O refuses an image whose .sig holds one.
-		if se, err = proof.Trim(se); err != nil {
+		if se, err = trim(se); err != nil {
 			return err
 		}
 		if se, err = mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd)); err != nil {
@@ -328,15 +328,10 @@ func VerifiedStatements(ctx context.Context, r registry.Remote, image string, v 
 	if err != nil {
 		return nil, err
 	}
-	ropts, err := r.Options(ctx)
-	if err != nil {
+	if _, err := r.Options(ctx); err != nil {
 		return nil, err
 	}
-	co := &cosign.CheckOpts{
-		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(ropts...)},
-		SigVerifier:        v, IgnoreTlog: true, IgnoreSCT: true,
-		ClaimVerifier: cosign.SimpleClaimVerifier,
-	}
+	c := &proof.Checks{Remote: r, Key: v}
 	d, ok := ref.(name.Digest)
 	if !ok {
 		desc, err := r.Head(ctx, ref)
@@ -345,7 +340,7 @@ func VerifiedStatements(ctx context.Context, r registry.Remote, image string, v 
 		}
 		d = ref.Context().Digest(desc.Digest.String())
 	}
-	atts, err := proof.VerifyAttachments(ctx, d, co)
+	atts, err := proof.VerifyAttachments(ctx, d, c)
 	if err != nil {
 		return nil, fmt.Errorf("verifying the cosign signature and attestation of %s: %w", image, err)
 	}

@@ -6,8 +6,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/sigstore/cosign/v2/pkg/cosign"
-	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
@@ -20,25 +18,19 @@ import (
 // artifacts. It is cosign's signature check (the payload's digest claim
 // included), not a check of an image.
 func VerifySignatureArtifact(ctx context.Context, r registry.Remote, digest name.Digest, v signature.Verifier) error {
-	ropts, err := r.Options(ctx)
-	if err != nil {
+	if _, err := r.Options(ctx); err != nil {
 		return err
 	}
 	h, err := v1.NewHash(digest.DigestStr())
 	if err != nil {
 		return fmt.Errorf("reading the signature artifact of %s: %w", digest, err)
 	}
-	oopts := []ociremote.Option{ociremote.WithRemoteOptions(ropts...)}
-	tag, err := ociremote.SignatureTag(digest, oopts...)
-	if err != nil {
-		return fmt.Errorf("naming the signature artifact of %s: %w", digest, err)
-	}
-	sigs, err := ociremote.Signatures(tag, oopts...)
+	sigs, err := artifact(ctx, r, digest.Context(), h, "sig")
 	if err != nil {
 		return fmt.Errorf("reading the signature artifact of %s: %w", digest, registry.Classify(err, "reading", digest.String()))
 	}
-	co := &cosign.CheckOpts{SigVerifier: v, IgnoreTlog: true, IgnoreSCT: true, ClaimVerifier: cosign.SimpleClaimVerifier}
-	if err := verifyOne(ctx, sigs, h, co); err != nil {
+	c := &Checks{Remote: r, Key: v}
+	if err := c.verifyOne(ctx, sigs, h); err != nil {
 		return fmt.Errorf("verifying the signature artifact of %s: %w", digest, err)
 	}
 	return nil

@@ -9,8 +9,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	intoto "github.com/in-toto/in-toto-golang/in_toto"
-	"github.com/sigstore/cosign/v2/pkg/cosign"
-	ociremote "github.com/sigstore/cosign/v2/pkg/oci/remote"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 
@@ -18,39 +16,37 @@ import (
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
-// CheckOpts are cosign's verification options for id: its public key, or
-// its Fulcio roots with the exact certificate identity and issuer. The
-// transparency log and SCT are not required, as with `cosign verify
+// CheckOpts are the checks for id: its public key, or its Fulcio roots
+// with the exact certificate identity and issuer. The transparency log
+// and SCT are not required, as with `cosign verify
 // --insecure-ignore-tlog`: kiln's own registry signatures are the fact,
 // and a cluster may have no Rekor.
-func CheckOpts(ctx context.Context, r registry.Remote, id trust.Identity) (*cosign.CheckOpts, error) {
+func CheckOpts(ctx context.Context, r registry.Remote, id trust.Identity) (*Checks, error) {
 	if err := id.Validate(); err != nil {
 		return nil, err
 	}
-	ropts, err := r.Options(ctx)
-	if err != nil {
+	// Registry options that cannot be built (an unreadable auth file)
+	// fail here, before any verification, as cosign's options did.
+	if _, err := r.Options(ctx); err != nil {
 		return nil, err
 	}
-	co := &cosign.CheckOpts{
-		RegistryClientOpts: []ociremote.Option{ociremote.WithRemoteOptions(ropts...)},
-		IgnoreTlog:         true, IgnoreSCT: true,
-		ClaimVerifier: cosign.SimpleClaimVerifier,
-	}
+	c := &Checks{Remote: r}
 	if !id.Keyless() {
 		pub, err := cryptoutils.UnmarshalPEMToPublicKey(id.PublicKey)
 		if err != nil {
 			return nil, fmt.Errorf("identity: reading the public key: %w", err)
 		}
-		if co.SigVerifier, err = signature.LoadVerifier(pub, crypto.SHA256); err != nil {
+		if c.Key, err = signature.LoadVerifier(pub, crypto.SHA256); err != nil {
 			return nil, fmt.Errorf("identity: %w", err)
 		}
-		return co, nil
+		return c, nil
 	}
-	if co.RootCerts, err = id.RootPool(); err != nil {
+	var err error
+	if c.Roots, err = id.RootPool(); err != nil {
 		return nil, err
 	}
-	co.Identities = []cosign.Identity{{Subject: id.Subject, Issuer: id.Issuer}}
-	return co, nil
+	c.Subject, c.Issuer = id.Subject, id.Issuer
+	return c, nil
 }
 
 // Statements verifies image's cosign signature and attestations with id
