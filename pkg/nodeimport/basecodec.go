@@ -52,7 +52,6 @@ func (b *Base) MarshalBinary() ([]byte, error) {
 		e.str(x.Link)
 		e.str(x.Digest)
 		e.int(x.Size)
-		e.str(x.Source)
 		e.uint(uint64(x.Layer))
 		e.bool(x.data != nil)
 		e.str(string(x.data))
@@ -116,7 +115,8 @@ func (d *decoder) base() (*Base, error) {
 // entry decodes one merged entry into image.
 func (d *decoder) entry(image map[string]Entry, layers int) error {
 	p := d.str()
-	e := Entry{Type: Type(d.str()), Mode: d.int(), UID: int(d.int()), GID: int(d.int()), Link: d.str(), Digest: d.str(), Size: d.int(), Source: d.str()}
+	// An entry's Source is its image path, the key it is merged under.
+	e := Entry{Type: Type(d.str()), Mode: d.int(), UID: int(d.int()), GID: int(d.int()), Link: d.str(), Digest: d.str(), Size: d.int(), Source: p}
 	e.Layer = d.layer(layers)
 	kept, data := d.bool(), d.str()
 	if d.err != nil {
