@@ -64,6 +64,7 @@ Results: IMAGE_URL, IMAGE_DIGEST, REUSED, REUSE_REJECTED, BASE_IMAGE_ARTIFACT_IN
 			fs.StringVar(&o.ExtensionsImage, "extensions-image", o.ExtensionsImage, "the payload's extensions image for extensions and kernelType (default: the rendered config's baseOSExtensionsContainerImage)")
 			fs.StringVar(&o.ContainerfilePath, "containerfile", o.ContainerfilePath, "file with user Containerfile content to add (selects the buildah path)")
 			fs.StringVar(&o.BuildahBin, "buildah", o.BuildahBin, "buildah binary")
+			base.StringVar(fs, env, &o.CacheDir, "cache-dir", base.EnvCacheDir, "folder of kiln's node import cache: the node check of an image on a base it holds reads only the layers above the base; empty means no cache")
 			base.BindIdentity(fs, &o.IdentityOptions)
 		},
 	})
