@@ -139,7 +139,8 @@ func (c *Cache) fill(key string, layers []v1.Layer, opts nodeimport.Options) (*n
 
 func (c *Cache) warn(format string, args ...any) {
 	if c.Warnings != nil {
-		fmt.Fprintf(c.Warnings, "warning: node import cache %s: %s\n", termsafe.Escape(c.Dir), termsafe.Escape(fmt.Sprintf(format, args...)))
+		// The messages name the folder (in their paths) or the entry.
+		fmt.Fprintf(c.Warnings, "warning: node import cache: %s\n", termsafe.Escape(fmt.Sprintf(format, args...)))
 	}
 }
 
