@@ -104,7 +104,9 @@ func (d *decoder) base() (*Base, error) {
 		}
 		im.findings = append(im.findings, f)
 	}
-	for n := d.count(len(d.buf)); n > 0 && d.err == nil; n-- {
+	n := d.count(len(d.buf))
+	im.image = make(map[string]Entry, n)
+	for ; n > 0 && d.err == nil; n-- {
 		if err := d.entry(im.image, layers); err != nil {
 			return nil, err
 		}
