@@ -12,6 +12,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/nodecache"
@@ -142,5 +147,52 @@ func TestBuildahPathNodeCheckSameWithCache(t *testing.T) {
 	}
 	if len(want.Lint.Findings) == 0 || warnings.Len() > 0 {
 		t.Errorf("findings %v (want the user's /var warning), cache warnings %q", want.Lint.Findings, warnings.String())
+	}
+}
+
+// TestBuildIndexOnCachedBase: on a multi-platform base, the cache holds
+// one entry per platform, and the next build reads no base layer and
+// pushes the index, with the node check, of a build without a cache.
+func TestBuildIndexOnCachedBase(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	idx, err := random.Index(32<<10, 2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, _ := idx.IndexManifest()
+	plat := []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
+	withPlat := mutate.IndexMediaType(emptyIndex(), types.OCIImageIndex)
+	for i, d := range im.Manifests {
+		img, _ := idx.Image(d.Digest)
+		withPlat = mutate.AppendManifests(withPlat, mutate.IndexAddendum{Add: env.WithKernel(t, img), Descriptor: v1.Descriptor{Platform: &plat[i]}})
+	}
+	if err := remote.WriteIndex(imagetest.MustRef(t, reg.Host+"/base/multi:1"), withPlat); err != nil {
+		t.Fatal(err)
+	}
+	cache := &nodecache.Cache{Dir: t.TempDir()}
+	for i, wantBlobs := range []int{2 + 2*3, 2} { // configs, then each platform's 3 layers (2 random + the kernel)
+		log := &requestLog{next: http.DefaultTransport, kind: map[string]int{}}
+		in := testInput(t, reg.Host, "base/multi:1", fmt.Sprintf("kiln/cached%d", i), "x")
+		in.NodeCache = cache
+		got, err := Build(context.Background(), registry.Remote{Insecure: []string{reg.Host}, Transport: log}, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := Build(context.Background(), registry.Remote{Insecure: []string{reg.Host}}, testInput(t, reg.Host, "base/multi:1", fmt.Sprintf("kiln/plain%d", i), "x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := log.kind["GET base/multi blobs"]; n != wantBlobs {
+			t.Errorf("build %d read %d blobs of the base (%s); want %d", i, n, show(log.kind), wantBlobs)
+		}
+		if got.Digest != want.Digest {
+			t.Errorf("build %d: %s with the cache, %s without", i, got.Digest, want.Digest)
+		}
+		if d := cmp.Diff(want.Lint, got.Lint); d != "" {
+			t.Errorf("build %d: node check differs (-uncached +cached):\n%s", i, d)
+		}
+	}
+	if ents, err := os.ReadDir(filepath.Join(cache.Dir, "nodeimport")); err != nil || len(ents) != 2 {
+		t.Errorf("cache holds %v (%v), want one entry per platform", ents, err)
 	}
 }
