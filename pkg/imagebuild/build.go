@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/kiln-dev/kiln/pkg/nodecache"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/sign/proof"
@@ -61,6 +62,10 @@ type BuildInput struct {
 	// from this identity, that it was built from these inputs. The zero
 	// Identity proves nothing, so every run builds and pushes.
 	Identity trust.Identity
+	// NodeCache keeps the node import check's state of base images
+	// between builds (nil: none), so a build on a base it has seen reads
+	// only the layers above the base. It never changes a result.
+	NodeCache *nodecache.Cache
 }
 
 // BuildResult says what was built or reused.
@@ -124,7 +129,7 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 	if err != nil {
 		return nil, err
 	}
-	if res.Lint, err = lintImages(images, res.Plan); err != nil {
+	if res.Lint, err = lintImages(images, res.Plan, in.NodeCache, aboveBase); err != nil {
 		return nil, fmt.Errorf("building image for %s: %w", in.Rendered.Name, err)
 	}
 	res.Digest = a.digest

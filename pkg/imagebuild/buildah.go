@@ -1,6 +1,7 @@
 package imagebuild
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -51,7 +52,7 @@ func BuildWithBuildah(ctx context.Context, bb buildah.Buildah, r registry.Remote
 		return nil, err
 	}
 	b.Check = func(img v1.Image) (err error) {
-		res.Lint, err = lintImages(map[string]v1.Image{"": img}, res.Plan)
+		res.Lint, err = lintImages(map[string]v1.Image{"": img}, res.Plan, in.NodeCache, p.baseLayers)
 		return err
 	}
 	d, err := bb.BudAndPush(ctx, r, b)
@@ -72,6 +73,18 @@ type buildahBuild struct {
 	bc   *BuildContext
 	// ext is the extensions image by digest when the build mounts it.
 	ext string
+	// baseCount is the number of the base's layers, the bottom layers of
+	// what buildah builds FROM it.
+	baseCount int
+}
+
+// baseLayers is the base's layer count, when the built image has more.
+func (p *buildahBuild) baseLayers(img v1.Image) (int, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return 0, err
+	}
+	return min(p.baseCount, len(m.Layers)), nil
 }
 
 // prepareBuildah plans, resolves the base and generates the Containerfile
@@ -92,6 +105,10 @@ func (in *BuildahInput) prepareBuildah(ctx context.Context, r registry.Remote) (
 			in.Rendered.Name, in.Base, strings.Join(plan.NeedsBuildah, "; "))
 	}
 	baseByDigest := baseRef.Context().Digest(baseDesc.Digest.String()).String()
+	baseManifest, err := v1.ParseManifest(bytes.NewReader(baseDesc.Manifest))
+	if err != nil {
+		return nil, fmt.Errorf("building %s with buildah: reading base %s's manifest: %w", in.Rendered.Name, in.Base, err)
+	}
 	ext, err := extensionsByDigest(ctx, r, *in)
 	if err != nil {
 		return nil, err
@@ -119,7 +136,7 @@ func (in *BuildahInput) prepareBuildah(ctx context.Context, r registry.Remote) (
 		return nil, err
 	}
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
-	return &buildahBuild{in: *in, res: res, repo: repo, bc: bc, ext: ext}, nil
+	return &buildahBuild{in: *in, res: res, repo: repo, bc: bc, ext: ext, baseCount: len(baseManifest.Layers)}, nil
 }
 
 // bud writes the build context into dir and returns the bud of it.

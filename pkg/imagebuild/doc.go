@@ -11,7 +11,11 @@
 // by the node import check (pkg/nodeimport), which runs over the whole
 // image before anything is pushed, on both paths: an image a node could
 // not import, or content a node must never get, fails the build with the
-// file and the rule, as rejected input. Identical inputs give an identical digest; the
+// file and the rule, as rejected input. With a node import cache
+// (BuildInput.NodeCache, pkg/nodecache) a base is read only by the first
+// build on it; later builds resume the check from its stored state and
+// read only the layers above it, with the same findings. Identical inputs
+// give an identical digest; the
 // build's trust.Inputs (trust.NodeImage: base digest, rendered-config hash,
 // kmod digests, pool, source, builder, build format) name a tag
 // kiln-<Inputs.Fingerprint()>. The tag is only a hint: what it holds is

@@ -8,6 +8,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/nodecache"
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
@@ -32,10 +33,25 @@ func (l *NodeLint) Record() *trust.NodeLint {
 	return &trust.NodeLint{Rules: l.Rules, Pass: l.Pass, Warnings: l.Warnings}
 }
 
+// baseLayers says how many bottom layers of a built image are its base's.
+type baseLayers func(v1.Image) (int, error)
+
+// aboveBase is the fast path's: every layer but the one it appends.
+func aboveBase(img v1.Image) (int, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return 0, err
+	}
+	return len(m.Layers) - 1, nil
+}
+
 // lintImages runs the node import check over every platform image of a
-// build (keyed by platform, "" for a single image), adding the plan's warnings; an error finding refuses the build as
-// rejected input, naming the platform, the file and the rule.
-func lintImages(images map[string]v1.Image, plan *Plan) (*NodeLint, error) {
+// build (keyed by platform, "" for a single image), adding the plan's
+// warnings; an error finding refuses the build as rejected input, naming
+// the platform, the file and the rule. With a cache, the state after each
+// image's base layers comes from it when it holds them, so only the
+// layers above the base are read; the findings are the same.
+func lintImages(images map[string]v1.Image, plan *Plan, cache *nodecache.Cache, base baseLayers) (*NodeLint, error) {
 	all := append([]nodeimport.Finding(nil), plan.Warnings...)
 	for _, platform := range slices.Sorted(maps.Keys(images)) {
 		img := images[platform]
@@ -43,8 +59,12 @@ func lintImages(images map[string]v1.Image, plan *Plan) (*NodeLint, error) {
 		if platform != "" {
 			what = "checking the image for " + platform + " as a node imports it"
 		}
+		n, err := base(img)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading the image's manifest: %w", what, err)
+		}
 		// Only the findings are used: the files' content is not hashed.
-		_, fs, err := nodeimport.Import(img, nodeimport.Options{NoDigests: true})
+		_, fs, err := cache.Import(img, n, nodeimport.Options{NoDigests: true})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", what, err)
 		}

@@ -149,6 +149,13 @@ type localRun struct {
 	summaries []summary
 }
 
+// workspaceCache is the node-image pipeline's optional cache workspace,
+// bound to cacheDir under the output folder.
+const (
+	workspaceCache = "cache"
+	cacheDir       = "cache"
+)
+
 type summary struct {
 	pool, trigger, run, status, rendered, digest, signed, patched, nodeCheck string
 }
@@ -198,6 +205,13 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	// The Tasks pass $(workspaces.registries.path) as --registries-config:
 	// bound to the folder runLocal wrote, as cluster mode binds its copy.
 	ws[trigger.WorkspaceRegistries] = filepath.Join(l.out, registriesDir)
+	// image-build's node import cache outlives the runs, beside them in
+	// the output folder: the next run on the same base reads only the
+	// layers above it.
+	ws[workspaceCache] = filepath.Join(l.out, cacheDir)
+	if err := os.MkdirAll(ws[workspaceCache], 0o755); err != nil {
+		return err
+	}
 	l.exec.RunName, l.exec.OnTask = pl.Run, att.record
 	res, err := l.exec.Run(ctx, l.p, params, ws, filepath.Join(runDir, "tasks"))
 	if err != nil {

@@ -70,6 +70,11 @@ func TestRunLocal(t *testing.T) {
 	if len(sets) != 2 {
 		t.Errorf("patched MachineSets in the GitOps change: %v", sets)
 	}
+	// Both pools build on the payload's OS image: image-build's node
+	// import cache, kept beside the runs, holds that one base.
+	if ents, err := os.ReadDir(filepath.Join(out, cacheDir, "nodeimport")); err != nil || len(ents) != 1 {
+		t.Errorf("node import cache holds %v (%v), want the one base both pools build on", ents, err)
+	}
 
 	log.Reset()
 	if err := runLocal(context.Background(), o, &log); err != nil {

@@ -13,7 +13,7 @@ const prepareRootConf = "/usr/lib/ostree/prepare-root.conf"
 // commit maps the merged image to node paths by each top-level folder's
 // fate.
 func (im *importer) commit() *Tree {
-	t := &Tree{Entries: map[string]Entry{}, Image: im.image, FactoryVar: im.opts.FactoryVar}
+	t := &Tree{Entries: make(map[string]Entry, len(im.image)), Image: im.image, FactoryVar: im.opts.FactoryVar}
 	switch im.opts.NonUsr {
 	case NonUsrKeep:
 		t.NonUsr = true

@@ -84,16 +84,35 @@ func Import(img v1.Image, opts Options) (*Tree, []Finding, error) {
 // together is read again, alone, with what the layers below it left.
 func ImportTars(layers []func() (io.ReadCloser, error), opts Options) (*Tree, []Finding, error) {
 	im := newImporter(opts)
-	reads := readLayers(layers, im.opts)
-	for i, lr := range reads {
+	if err := im.merge(0, layers); err != nil {
+		return nil, nil, err
+	}
+	return im.finish()
+}
+
+// merge reads layers, the image's layers first, first+1, … (indices as
+// findings and whiteouts name them), within what the limits leave, and
+// merges them in order.
+func (im *importer) merge(first int, layers []func() (io.ReadCloser, error)) error {
+	reads := readLayers(layers, im.opts, im.left())
+	for j, lr := range reads {
 		if errors.Is(lr.err, errBudget) {
-			left := newBudget(int64(im.opts.MaxEntries-im.entries), im.opts.MaxBytes-im.bytes)
-			lr = readLayer(layers[i], im.opts, left, func() bool { return false })
+			lr = readLayer(layers[j], im.opts, im.left(), func() bool { return false })
 		}
-		if err := im.layer(i, lr); err != nil {
-			return nil, nil, err
+		if err := im.layer(first+j, lr); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// left is what the limits leave after the layers merged so far.
+func (im *importer) left() *budget {
+	return newBudget(int64(im.opts.MaxEntries-im.entries), im.opts.MaxBytes-im.bytes)
+}
+
+// finish commits the merged image and runs the whole-image rules.
+func (im *importer) finish() (*Tree, []Finding, error) {
 	t := im.commit()
 	return t, append(im.findings, lint(t)...), nil
 }

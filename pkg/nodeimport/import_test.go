@@ -8,14 +8,22 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestImportFindingsPerRule(t *testing.T) {
-	base := with(kernel("5.14.0-1.el9.x86_64"), []ent{dir("etc"), reg("etc/os-release", "ID=rhcos\n"), reg("usr/bin/true", "")})
+// ruleCase is a layer on perRuleBase and the findings it gives.
+type ruleCase struct {
+	name  string
+	layer []ent
+	want  []brief
+}
+
+// perRuleBase is the base layer of perRuleCases.
+func perRuleBase() []ent {
+	return with(kernel("5.14.0-1.el9.x86_64"), []ent{dir("etc"), reg("etc/os-release", "ID=rhcos\n"), reg("usr/bin/true", "")})
+}
+
+// perRuleCases are one layer per rule (or none) on perRuleBase.
+func perRuleCases() []ruleCase {
 	long := strings.Repeat("n", 120)
-	cases := []struct {
-		name  string
-		layer []ent
-		want  []brief
-	}{
+	return []ruleCase{
 		{"clean config layer", []ent{dir("etc/"), reg("etc/chrony.conf", "pool x\n"), reg("usr/lib/systemd/system/x.service", "[Unit]\n")}, []brief{}},
 		{"non-UTF-8 name", []ent{reg("usr/share/caf\xe9", "x")}, []brief{{RuleUTF8, Error, "/usr/share/caf\xe9"}}},
 		{"non-UTF-8 symlink target", []ent{sym("usr/bin/l", "caf\xe9")}, []brief{{RuleUTF8, Error, "/usr/bin/l"}}},
@@ -47,7 +55,11 @@ func TestImportFindingsPerRule(t *testing.T) {
 		{"passwd user without sysusers", []ent{reg("etc/passwd", "root:x:0:0::/root:/bin/bash\nkiln:x:900:900::/:/sbin/nologin\n"), reg("usr/lib/sysusers.d/basic.conf", "u root 0 \"root\"\n")}, []brief{{RuleSysusers, Warning, "/etc/passwd"}}},
 		{"passwd users all in sysusers", []ent{reg("etc/passwd", "root:x:0:0::/root:/bin/bash\n"), reg("usr/lib/sysusers.d/basic.conf", "u root 0 \"root\"\n")}, []brief{}},
 	}
-	for _, c := range cases {
+}
+
+func TestImportFindingsPerRule(t *testing.T) {
+	base := perRuleBase()
+	for _, c := range perRuleCases() {
 		t.Run(c.name, func(t *testing.T) {
 			_, fs := importLayers(t, Options{}, base, c.layer)
 			if d := cmp.Diff(c.want, briefs(fs)); d != "" {

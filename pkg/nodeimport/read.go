@@ -61,10 +61,9 @@ func newBudget(entries, bytes int64) *budget {
 }
 
 // readLayers reads every layer, layerJobs at a time, sharing one budget
-// of opts' limits.
-func readLayers(layers []func() (io.ReadCloser, error), opts Options) []*layerRead {
+// b, what opts' limits leave.
+func readLayers(layers []func() (io.ReadCloser, error), opts Options, b *budget) []*layerRead {
 	out := make([]*layerRead, len(layers))
-	b := newBudget(int64(opts.MaxEntries), opts.MaxBytes)
 	var failed atomic.Int64 // lowest layer whose read failed
 	failed.Store(int64(len(layers)))
 	sem := make(chan struct{}, layerJobs)

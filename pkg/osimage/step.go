@@ -17,6 +17,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/imagebuild"
 	"github.com/kiln-dev/kiln/pkg/imageref"
+	"github.com/kiln-dev/kiln/pkg/nodecache"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/taskresult"
@@ -47,6 +48,9 @@ type BuildOptions struct {
 	ContainerfilePath string
 	// BuildahBin is the buildah binary of the buildah path.
 	BuildahBin string
+	// CacheDir holds the node import cache (pkg/nodecache); empty means
+	// none. Only this step writes it: buildah is never given it.
+	CacheDir string
 }
 
 // DefaultBuildOptions returns image-build's options with their defaults.
@@ -104,6 +108,9 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	in := imagebuild.BuildInput{
 		Base: o.Base, Repository: o.Repository, Pool: o.Pool, Rendered: mc,
 		KmodDigests: o.KmodDigests, Source: o.Source, Identity: id,
+	}
+	if o.CacheDir != "" {
+		in.NodeCache = &nodecache.Cache{Dir: o.CacheDir, Warnings: s.Err}
 	}
 	res, err := o.build(ctx, r, in, p)
 	if err != nil {

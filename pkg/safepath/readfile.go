@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -23,6 +24,27 @@ func ReadRegular(path string, max int64) (data []byte, truncated bool, err error
 		return nil, false, err
 	}
 	defer f.Close()
+	return readOpened(f, path, max)
+}
+
+// ReadRegularIn is ReadRegular for rel inside dir: rel must be local, and
+// neither it nor a symlink on its way may resolve outside dir (os.Root).
+func ReadRegularIn(dir, rel string, max int64) (data []byte, truncated bool, err error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	return readOpened(f, filepath.Join(dir, rel), max)
+}
+
+// readOpened reads at most max bytes of the open file f if it is regular.
+func readOpened(f *os.File, path string, max int64) (data []byte, truncated bool, err error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, false, err

@@ -24,6 +24,7 @@ const (
 	EnvRegistryAuthFile = "REGISTRY_AUTH_FILE"
 	EnvInsecureRegistry = "KILN_INSECURE_REGISTRY"
 	EnvRegistriesConfig = "KILN_REGISTRIES_CONFIG"
+	EnvCacheDir         = "KILN_CACHE_DIR"
 )
 
 // StringVar binds a string flag whose default is *p, or the value of env

@@ -41,7 +41,8 @@ func New(env base.LookupEnv) *cobra.Command {
 		Short: "Build the layered OS image on the base image",
 		Long: `Builds the pool's layered OS image: the rendered config's files, units and enablement links become
 one reproducible layer appended to --base (base blobs are mounted, and read once by the node
-import check that runs over the whole image before any push); a user
+import check that runs over the whole image before any push; not at all when --cache-dir holds
+the base's import state, which that first read stores); a user
 Containerfile (--containerfile) or extensions select the buildah path. The image at the fingerprint
 tag (kiln-<fingerprint>) is reused only when kiln's identity (--public-key, or the keyless
 --certificate-* flags) signed it and attested exactly this build's inputs; anything else is rebuilt.
@@ -64,6 +65,7 @@ Results: IMAGE_URL, IMAGE_DIGEST, REUSED, REUSE_REJECTED, BASE_IMAGE_ARTIFACT_IN
 			fs.StringVar(&o.ExtensionsImage, "extensions-image", o.ExtensionsImage, "the payload's extensions image for extensions and kernelType (default: the rendered config's baseOSExtensionsContainerImage)")
 			fs.StringVar(&o.ContainerfilePath, "containerfile", o.ContainerfilePath, "file with user Containerfile content to add (selects the buildah path)")
 			fs.StringVar(&o.BuildahBin, "buildah", o.BuildahBin, "buildah binary")
+			base.StringVar(fs, env, &o.CacheDir, "cache-dir", base.EnvCacheDir, "folder of kiln's node import cache: the node check of an image on a base it holds reads only the layers above the base; empty means no cache")
 			base.BindIdentity(fs, &o.IdentityOptions)
 		},
 	})
