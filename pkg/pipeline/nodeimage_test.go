@@ -35,6 +35,7 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 	cases := []struct {
 		name, fail, bootImages string
 		reproduce              string // the reproduce param; "" leaves the default
+		rollout                string // the rollout param; "" leaves the default
 		status                 string
 		tasks                  map[string]string
 		calls                  []string // substrings of the stage invocations, in order
@@ -69,6 +70,14 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 		tasks: map[string]string{"image-sign": StateSucceeded, "verify": StateSucceeded, "reproduce": StateFailed,
 			"rollout": StateSkipped, "bootimages": StateSkipped, "report": StateSucceeded},
 		calls: []string{"reproduce", "report", "--aggregate=Failed", "rollout=None"},
+	}, {
+		// The trigger's upgrade-ahead runs: every stage up to verify, and
+		// nothing that changes the cluster.
+		name: "rollout false builds, signs and verifies, and rolls nothing out", rollout: "false", bootImages: "false", status: "Completed",
+		tasks: map[string]string{"render": StateSucceeded, "image-build": StateSucceeded, "image-sign": StateSucceeded,
+			"verify": StateSucceeded, "rollout": StateSkipped, "bootimages": StateSkipped, "report": StateSucceeded},
+		calls: []string{"image-build", "image-sign", "verify", "report", "--aggregate=Completed",
+			"verify=Succeeded reproduce=None rollout=None bootimages=None"},
 	}}
 	ctx := context.Background()
 	tasks, err := LoadTasks(ctx, "../../tasks")
@@ -90,6 +99,9 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 			if tc.reproduce != "" {
 				params["reproduce"] = tc.reproduce
 			}
+			if tc.rollout != "" {
+				params["rollout"] = tc.rollout
+			}
 			res, err := e.Run(ctx, p, params, ws, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
@@ -102,7 +114,7 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 					t.Errorf("task %s = %s (%s), want %s", n, got, res.Task(n).Reason, want)
 				}
 			}
-			if tc.fail == "" && (res.Results["IMAGE_URL"] != repo || res.Results["ROLLOUT_STATE"] != "Done") {
+			if tc.fail == "" && (res.Results["IMAGE_URL"] != repo || (tc.rollout == "" && res.Results["ROLLOUT_STATE"] != "Done")) {
 				t.Errorf("pipeline results %v", res.Results)
 			}
 			b, _ := os.ReadFile(trace)

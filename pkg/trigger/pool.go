@@ -26,6 +26,9 @@ func (c *Controller) reconcilePool(ctx context.Context, req reconcile.Request) (
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, &pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			// A deleted pool's unstarted work is moot.
+			if err := c.syncAhead(ctx, nil, name, nil, nil); err != nil {
+				return reconcile.Result{}, err
+			}
 			return reconcile.Result{}, c.stopRuns(ctx, nil, name, "MachineConfigPool deleted")
 		}
 		return reconcile.Result{}, err
@@ -55,6 +58,9 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 		return err
 	}
 	if !enabled {
+		if err := c.syncAhead(ctx, pool, pool.Name, nil, nil); err != nil {
+			return err
+		}
 		return c.revert(ctx, pool)
 	}
 	var w world
@@ -72,13 +78,23 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 		return fail(ReasonRuns, err)
 	}
 	plan := decide(runs, w.fp.Sum)
+	if err := c.applyUnlessWaiting(ctx, pool, &w, runs, plan); err != nil {
+		return err
+	}
+	// Upgrade-ahead runs roll nothing out, so no wave holds them back.
+	return c.syncAhead(ctx, pool, pool.Name, &w, c.aheadWants(pool, &w))
+}
+
+// applyUnlessWaiting applies plan, unless it creates a run that a lower
+// wave holds back.
+func (c *Controller) applyUnlessWaiting(ctx context.Context, pool *mcfgv1.MachineConfigPool, w *world, runs []*pipelinev1.PipelineRun, plan plan) error {
 	if plan.create {
-		ok, err := c.wavesAllow(ctx, pool, &w)
+		ok, err := c.wavesAllow(ctx, pool, w)
 		if err != nil || !ok {
 			return err
 		}
 	}
-	return c.apply(ctx, pool, &w, runs, plan)
+	return c.apply(ctx, pool, w, runs, plan)
 }
 
 // poolRuns lists pool's node-image runs, live.

@@ -1,0 +1,143 @@
+package trigger
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	configv1 "github.com/openshift/api/config/v1"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// offered is release v of the test release repository, pinned by a digest
+// made from the version.
+func offered(v string) configv1.Release {
+	return configv1.Release{Version: v, Image: fmt.Sprintf("quay.io/openshift-release-dev/ocp-release@sha256:%064x", []byte(v))}
+}
+
+// offerUpdates creates the ClusterVersion running 4.18.2, or sets the
+// updates it offers, as the CVO writes them to status.
+func (h *harness) offerUpdates(updates ...configv1.Release) {
+	h.t.Helper()
+	ctx := context.Background()
+	var cv configv1.ClusterVersion
+	if err := h.c.Get(ctx, client.ObjectKey{Name: "version"}, &cv); err != nil {
+		cv = configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: configv1.ClusterVersionSpec{ClusterID: "00000000-0000-0000-0000-000000000001"}}
+		h.create(&cv)
+	}
+	cv.Status.Desired = offered("4.18.2")
+	cv.Status.AvailableUpdates = updates
+	if err := h.c.Status().Update(ctx, &cv); err != nil {
+		h.t.Fatalf("setting ClusterVersion status.availableUpdates: %v", err)
+	}
+}
+
+// aheadOf are pool's upgrade-ahead runs, newest first.
+func (h *harness) aheadOf(pool string) []*pipelinev1.PipelineRun {
+	var out []*pipelinev1.PipelineRun
+	for _, r := range h.runs(pool) {
+		if r.Labels[LabelPipeline] == pipelineAhead {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// liveReleases are the target releases of pool's live upgrade-ahead runs.
+func (h *harness) liveReleases(pool string) []string {
+	var out []string
+	for _, r := range h.aheadOf(pool) {
+		if stateOf(r) != runDone {
+			out = append(out, r.Labels[LabelTargetRelease])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestUpgradeAheadRunsForTheSelectedTargets: the ClusterVersion offers
+// three updates; with kiln-config's default selection each enabled pool
+// gets one upgrade-ahead run for the newest z-stream and one for the newest
+// y-stream, named, labelled and with params for its release and rollout
+// off; a disabled pool gets none, and the pool's own run is unchanged.
+func TestUpgradeAheadRunsForTheSelectedTargets(t *testing.T) {
+	h := newHarness(t)
+	h.offerUpdates(offered("4.18.3"), offered("4.19.0"), offered("4.18.5"))
+	h.create(pool("worker", true), pool("infra", false), machineConfig("50-worker", "worker", "x=1"))
+	h.start(200 * time.Millisecond)
+	eventually(t, wait, "two upgrade-ahead runs for worker", func() bool { return len(h.aheadOf("worker")) == 2 })
+	consistently(t, time.Second, "a third upgrade-ahead run, or one for the disabled pool", func() bool {
+		return len(h.aheadOf("worker")) != 2 || len(h.aheadOf("infra")) != 0
+	})
+	if d := cmp.Diff([]string{"4.18.5", "4.19.0"}, h.liveReleases("worker")); d != "" {
+		t.Fatalf("target releases (-want +got):\n%s", d)
+	}
+	for _, r := range h.aheadOf("worker") {
+		v := r.Labels[LabelTargetRelease]
+		got := map[string]string{"trigger": r.Labels[LabelTrigger], "name": r.Name[:len("kiln-worker-ahead-")+len(v)], "image": r.Annotations[AnnotTargetReleaseImage],
+			paramRollout: param(r, paramRollout), "update-boot-images": param(r, "update-boot-images"),
+			paramTargetRelease: param(r, paramTargetRelease), paramTargetReleaseImage: param(r, paramTargetReleaseImage)}
+		want := map[string]string{"trigger": TriggerUpgradeAhead, "name": "kiln-worker-ahead-" + v, "image": offered(v).Image,
+			paramRollout: "false", "update-boot-images": "false", paramTargetRelease: v, paramTargetReleaseImage: offered(v).Image}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("upgrade-ahead run %s (-want +got):\n%s", r.Name, d)
+		}
+	}
+	var own []*pipelinev1.PipelineRun
+	for _, r := range h.runs("worker") {
+		if r.Labels[LabelPipeline] == pipelineNodeImage {
+			own = append(own, r)
+		}
+	}
+	if len(own) != 1 || param(own[0], paramRollout) != "" {
+		t.Fatalf("worker's own runs: %d, want 1 that rolls out (rollout param %q)", len(own), param(own[0], paramRollout))
+	}
+	if _, ok := h.event("worker", ReasonAheadCreated); !ok {
+		t.Errorf("no %s event on pool worker", ReasonAheadCreated)
+	}
+}
+
+// TestUpgradeAheadNewerTargetCancelsTheOlderRun: a newer z-stream offered
+// while the run for the previous one is still going cancels that run,
+// marked as superseded, and starts one for the newer release.
+func TestUpgradeAheadNewerTargetCancelsTheOlderRun(t *testing.T) {
+	h := newHarness(t)
+	h.update(&corev1.ConfigMap{}, ConfigName, ns, func(o client.Object) { o.(*corev1.ConfigMap).Data[keyUpgradeAhead] = "z-stream" })
+	h.offerUpdates(offered("4.18.3"))
+	h.create(pool("worker", true), machineConfig("50-worker", "worker", "x=1"))
+	h.start(200 * time.Millisecond)
+	eventually(t, wait, "an upgrade-ahead run for 4.18.3", func() bool { return cmp.Equal(h.liveReleases("worker"), []string{"4.18.3"}) })
+	old := h.aheadOf("worker")[0]
+	h.progress(old.Name, []string{"render", "image-build"}, "")
+
+	h.offerUpdates(offered("4.18.3"), offered("4.18.4"))
+	eventually(t, wait, "the 4.18.4 run replaces the 4.18.3 run", func() bool { return cmp.Equal(h.liveReleases("worker"), []string{"4.18.4"}) })
+	var got pipelinev1.PipelineRun
+	if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(old), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Status != pipelinev1.PipelineRunSpecStatusCancelledRunFinally || got.Annotations[AnnotSupersededBy] == "" {
+		t.Fatalf("4.18.3 run %s: spec.status %q, %s %q; want CancelledRunFinally and superseded", got.Name, got.Spec.Status, AnnotSupersededBy, got.Annotations[AnnotSupersededBy])
+	}
+	if _, ok := h.event("worker", ReasonAheadCancelled); !ok {
+		t.Errorf("no %s event on pool worker", ReasonAheadCancelled)
+	}
+}
+
+// TestNoUpgradeAheadRunWithoutAnAvailableUpdate: a ClusterVersion that
+// offers nothing (or only its own release) gets the pool its own run and
+// no upgrade-ahead run.
+func TestNoUpgradeAheadRunWithoutAnAvailableUpdate(t *testing.T) {
+	h := newHarness(t)
+	h.offerUpdates(offered("4.18.2"))
+	h.create(pool("worker", true), machineConfig("50-worker", "worker", "x=1"))
+	h.start(200 * time.Millisecond)
+	eventually(t, wait, "worker's own run", func() bool { return len(h.runs("worker")) == 1 })
+	consistently(t, 2*time.Second, "an upgrade-ahead run without an available update", func() bool { return len(h.aheadOf("worker")) != 0 })
+}

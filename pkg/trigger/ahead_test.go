@@ -1,0 +1,102 @@
+package trigger
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
+	"github.com/kiln-dev/kiln/pkg/payload"
+)
+
+func aheadTarget(v string) payload.Target {
+	return payload.Target{Version: v, Image: "quay.io/openshift-release-dev/ocp-release@sha256:" + fpA + fpA, Why: []string{payload.SelectZStream}}
+}
+
+func TestDecideAhead(t *testing.T) {
+	want := func(sum string) aheadWant { return aheadWant{target: aheadTarget("4.18." + sum[:1]), sum: sum} }
+	type got struct {
+		Create []string // sums
+		Cancel []string // name:status
+	}
+	for _, tc := range []struct {
+		name  string
+		runs  []*pipelinev1.PipelineRun
+		wants []aheadWant
+		want  got
+	}{
+		{name: "no target, no run: nothing"},
+		{name: "a target without a run gets one", wants: []aheadWant{want(fpA)}, want: got{Create: []string{fpA}}},
+		{name: "two targets get a run each", wants: []aheadWant{want(fpA), want(fpB)}, want: got{Create: []string{fpA, fpB}}},
+		{name: "a target whose run is live: nothing", runs: []*pipelinev1.PipelineRun{run(fpA, "active", 1)}, wants: []aheadWant{want(fpA)}},
+		{name: "a target whose run failed is not retried", runs: []*pipelinev1.PipelineRun{run(fpA, "failed", 1)}, wants: []aheadWant{want(fpA)}},
+		{name: "a newer target cancels the older target's run",
+			runs: []*pipelinev1.PipelineRun{run(fpA, "active", 1)}, wants: []aheadWant{want(fpB)},
+			want: got{Create: []string{fpB}, Cancel: []string{RunName("w", TriggerMachineConfig, fpA) + ":CancelledRunFinally"}}},
+		{name: "no target any more cancels a pending run",
+			runs: []*pipelinev1.PipelineRun{run(fpA, "pending", 1)},
+			want: got{Cancel: []string{RunName("w", TriggerMachineConfig, fpA) + ":Cancelled"}}},
+		{name: "finished runs of old targets are history",
+			runs: []*pipelinev1.PipelineRun{run(fpA, "succeeded", 1), run(fpC, "failed", 2)}, wants: []aheadWant{want(fpB)},
+			want: got{Create: []string{fpB}}},
+		{name: "the same target twice makes one run", wants: []aheadWant{want(fpA), want(fpA)}, want: got{Create: []string{fpA}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := decideAhead(tc.runs, tc.wants)
+			var g got
+			for _, w := range p.create {
+				g.Create = append(g.Create, w.sum)
+			}
+			for r, st := range p.cancel {
+				g.Cancel = append(g.Cancel, r.Name+":"+string(st))
+			}
+			sort.Strings(g.Cancel)
+			if d := cmp.Diff(tc.want, g); d != "" {
+				t.Fatalf("decideAhead (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestBuildAheadRunSaysWhichReleaseAndSkipsRollout(t *testing.T) {
+	c := Config{Repository: "registry.example/os-{pool}", Pipeline: "kiln-node-image", Params: map[string]string{"canary": "1"}}
+	tg := aheadTarget("4.19.1")
+	pr := BuildAheadRun(c, RunSpec{Namespace: "kiln", Pool: "worker", Fingerprint: Fingerprint{Sum: fpA}, BootImages: "abc", KmodRebuild: true}, tg)
+	sum := aheadSum(fpA, tg)
+	params := map[string]string{}
+	for _, p := range pr.Spec.Params {
+		params[p.Name] = p.Value.StringVal
+	}
+	got := struct {
+		Name          string
+		Labels, Annot map[string]string
+		Params        map[string]string
+	}{pr.Name, pr.Labels, map[string]string{AnnotTargetReleaseImage: pr.Annotations[AnnotTargetReleaseImage], AnnotChanges: pr.Annotations[AnnotChanges]}, params}
+	changes := "prepares release 4.19.1 (" + tg.Image + ") ahead of the upgrade; no rollout"
+	want := got
+	want.Name = "kiln-worker-ahead-4.19.1-" + sum[:10]
+	want.Labels = map[string]string{LabelRunsManagedBy: ManagedBy, LabelPool: "worker", LabelFingerprint: sum, LabelTrigger: TriggerUpgradeAhead,
+		LabelPipeline: pipelineAhead, LabelTargetRelease: "4.19.1"}
+	want.Annot = map[string]string{AnnotTargetReleaseImage: tg.Image, AnnotChanges: changes}
+	want.Params = map[string]string{"canary": "1", "pool": "worker", "repository": "registry.example/os-worker", "trigger": TriggerUpgradeAhead,
+		"changes": changes, "update-boot-images": "false", paramRollout: "false", paramTargetRelease: "4.19.1", paramTargetReleaseImage: tg.Image}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("upgrade-ahead run (-want +got):\n%s", d)
+	}
+	if !sort.SliceIsSorted(pr.Spec.Params, func(i, j int) bool { return pr.Spec.Params[i].Name < pr.Spec.Params[j].Name }) {
+		t.Errorf("params are not sorted by name: %v", pr.Spec.Params)
+	}
+}
+
+func TestAheadRunNameFallsBackWhenTheReleaseDoesNotFit(t *testing.T) {
+	sum := aheadSum(fpA, aheadTarget("x"))
+	for _, tc := range []struct{ version, want string }{
+		{"4.19.0-RC.1", "kiln-worker-ahead-4.19.0-rc.1-" + sum[:10]},
+		{"4.19.0-0.nightly-2025-01-01-000000-with-a-long-suffix", "kiln-worker-upgrade-ahead-" + sum[:10]},
+	} {
+		if got := aheadRunName("worker", tc.version, sum); got != tc.want {
+			t.Errorf("aheadRunName(worker, %q) = %q, want %q", tc.version, got, tc.want)
+		}
+	}
+}
