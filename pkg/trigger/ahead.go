@@ -168,7 +168,11 @@ func (c *Controller) syncAhead(ctx context.Context, pool *mcfgv1.MachineConfigPo
 			return err
 		}
 	}
-	return nil
+	var cv *configv1.ClusterVersion
+	if w != nil {
+		cv = w.cv
+	}
+	return c.publishReadiness(ctx, name, cv, runs, wants)
 }
 
 // aheadRuns lists pool's upgrade-ahead runs, live.

@@ -4,14 +4,20 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	configv1 "github.com/openshift/api/config/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -140,4 +146,102 @@ func TestNoUpgradeAheadRunWithoutAnAvailableUpdate(t *testing.T) {
 	h.start(200 * time.Millisecond)
 	eventually(t, wait, "worker's own run", func() bool { return len(h.runs("worker")) == 1 })
 	consistently(t, 2*time.Second, "an upgrade-ahead run without an available update", func() bool { return len(h.aheadOf("worker")) != 0 })
+}
+
+// finish plays Tekton's part at the end of a run: its Succeeded condition
+// and the pipeline results its report wrote.
+func (h *harness) finish(name string, done corev1.ConditionStatus, results map[string]string) {
+	h.t.Helper()
+	for i := 0; ; i++ {
+		var pr pipelinev1.PipelineRun
+		if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &pr); err != nil {
+			h.t.Fatal(err)
+		}
+		pr.Status.Status = duckv1.Status{Conditions: duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: done, Reason: "Failed", Message: "Tasks Completed: 6 (Failed: 1)"}}}
+		pr.Status.Results = nil
+		for _, k := range sortedKeys(results) {
+			pr.Status.Results = append(pr.Status.Results, pipelinev1.PipelineRunResult{Name: k, Value: *pipelinev1.NewStructuredValues(results[k])})
+		}
+		err := h.c.Status().Update(context.Background(), &pr)
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || i > 10 {
+			h.t.Fatalf("finishing PipelineRun %s: %v", name, err)
+		}
+	}
+}
+
+// TestUpgradeReadinessOnClusterVersionAndMetric: the upgrade-ahead run of
+// one offered release succeeds and the other's fails at kmod-build; the
+// ClusterVersion gets one event each (ready; not ready, with the stage and
+// cause), kiln_upgrade_ready is 1 and 0, and once no update is offered the
+// series are gone.
+func TestUpgradeReadinessOnClusterVersionAndMetric(t *testing.T) {
+	h := newHarness(t)
+	h.offerUpdates(offered("4.18.3"), offered("4.19.0"))
+	h.create(pool("worker", true), machineConfig("50-worker", "worker", "x=1"))
+	h.start(200 * time.Millisecond)
+	eventually(t, wait, "two upgrade-ahead runs", func() bool { return len(h.aheadOf("worker")) == 2 })
+	for _, r := range h.aheadOf("worker") {
+		if r.Labels[LabelTargetRelease] == "4.18.3" {
+			h.finish(r.Name, corev1.ConditionTrue, nil)
+		} else {
+			h.finish(r.Name, corev1.ConditionFalse, map[string]string{resultFailedStage: "kmod-build", resultFailure: "module foo: implicit declaration of function 'bar'"})
+		}
+	}
+	eventually(t, wait, "both runs reported", func() bool {
+		for _, r := range h.aheadOf("worker") {
+			if r.Annotations[AnnotReadinessReported] == "" {
+				return false
+			}
+		}
+		return true
+	})
+	if d := cmp.Diff(map[string]float64{"4.18.3": 1, "4.19.0": 0}, readySeries(t, "worker")); d != "" {
+		t.Errorf("kiln_upgrade_ready (-want +got):\n%s", d)
+	}
+	if msg, ok := h.event("version", ReasonUpgradeReady); !ok || !strings.Contains(msg, "pool worker is ready for release 4.18.3") {
+		t.Errorf("ClusterVersion %s event %q", ReasonUpgradeReady, msg)
+	}
+	msg, ok := h.event("version", ReasonUpgradeNotReady)
+	if want := "pool worker is not ready for release 4.19.0: PipelineRun kiln-worker-ahead-4.19.0-"; !ok || !strings.Contains(msg, want) ||
+		!strings.Contains(msg, "failed at kmod-build: module foo: implicit declaration of function 'bar'") {
+		t.Errorf("ClusterVersion %s event %q, want it to name the pool, release, run, stage and cause", ReasonUpgradeNotReady, msg)
+	}
+
+	h.offerUpdates()
+	eventually(t, wait, "kiln_upgrade_ready series removed", func() bool { return len(readySeries(t, "worker")) == 0 })
+	var evs corev1.EventList
+	if err := h.c.List(context.Background(), &evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name == "version" && e.Count > 1 {
+			t.Errorf("event %s on the ClusterVersion told %d times, want once", e.Reason, e.Count)
+		}
+	}
+}
+
+// readySeries reads pool's kiln_upgrade_ready series, by release.
+func readySeries(t *testing.T, pool string) map[string]float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	metricUpgradeReady.Collect(ch)
+	close(ch)
+	out := map[string]float64{}
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		l := map[string]string{}
+		for _, p := range d.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["pool"] == pool {
+			out[l["release"]] = d.GetGauge().GetValue()
+		}
+	}
+	return out
 }

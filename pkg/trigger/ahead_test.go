@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -98,5 +99,38 @@ func TestAheadRunNameFallsBackWhenTheReleaseDoesNotFit(t *testing.T) {
 		if got := aheadRunName("worker", tc.version, sum); got != tc.want {
 			t.Errorf("aheadRunName(worker, %q) = %q, want %q", tc.version, got, tc.want)
 		}
+	}
+}
+
+func TestOutcomeOfAnUpgradeAheadRun(t *testing.T) {
+	result := func(name, v string) pipelinev1.PipelineRunResult {
+		return pipelinev1.PipelineRunResult{Name: name, Value: *pipelinev1.NewStructuredValues(v)}
+	}
+	withResults := func(pr *pipelinev1.PipelineRun, rs ...pipelinev1.PipelineRunResult) *pipelinev1.PipelineRun {
+		pr.Status.Results = rs
+		return pr
+	}
+	cancelled := run(fpA, "failed", 1)
+	cancelled.Status.Conditions[0].Reason, cancelled.Status.Conditions[0].Message = "Cancelled", "PipelineRun was cancelled"
+	long := "x" + strings.Repeat("é", maxCause) // byte maxCause falls inside an é
+	for _, tc := range []struct {
+		name string
+		run  *pipelinev1.PipelineRun
+		want outcome
+	}{
+		{"running: not done", run(fpA, "active", 1), outcome{}},
+		{"succeeded: ready", run(fpA, "succeeded", 1), outcome{done: true, ready: true}},
+		{"failed: the report's stage and cause", withResults(run(fpA, "failed", 1), result(resultFailedStage, "kmod-build"), result(resultFailure, "no such symbol")),
+			outcome{done: true, stage: "kmod-build", cause: "no such symbol"}},
+		{"cancelled before the report: the condition's reason and message", cancelled,
+			outcome{done: true, stage: "Cancelled", cause: "PipelineRun was cancelled"}},
+		{"a long cause is cut on a character boundary", withResults(run(fpA, "failed", 1), result(resultFailedStage, "image-build"), result(resultFailure, long)),
+			outcome{done: true, stage: "image-build", cause: "x" + strings.Repeat("é", (maxCause-1)/2) + "…"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, outcomeOf(tc.run), cmp.AllowUnexported(outcome{})); d != "" {
+				t.Fatalf("outcomeOf (-want +got):\n%s", d)
+			}
+		})
 	}
 }

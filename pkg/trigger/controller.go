@@ -69,6 +69,7 @@ type Controller struct {
 	hasher       SpecHasher
 	mcIndexed    bool // Client serves mcLabelIndex (SetupWithManager)
 	settle       *settler
+	ready        readyReleases // kiln_upgrade_ready series per pool
 	registriesMu sync.Mutex
 }
 
