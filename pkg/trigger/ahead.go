@@ -175,10 +175,15 @@ func (c *Controller) syncAhead(ctx context.Context, pool *mcfgv1.MachineConfigPo
 	return c.publishReadiness(ctx, name, cv, runs, wants)
 }
 
-// aheadRuns lists pool's upgrade-ahead runs, live.
+// aheadRuns lists pool's upgrade-ahead runs from the cache, unlike the
+// pool's own runs (poolRuns): every pool reconcile asks, and an edit must
+// not wait on one more apiserver round trip for it. A stale cache is
+// harmless here: a run's name is its pool, release and fingerprint, so a
+// second create of one fails as AlreadyExists, cancelling is idempotent,
+// and a run the cache has not seen yet enqueues its pool when it arrives.
 func (c *Controller) aheadRuns(ctx context.Context, pool string) ([]*pipelinev1.PipelineRun, error) {
 	var list pipelinev1.PipelineRunList
-	err := c.APIReader.List(ctx, &list, client.InNamespace(c.Namespace),
+	err := c.Client.List(ctx, &list, client.InNamespace(c.Namespace),
 		client.MatchingLabels{LabelRunsManagedBy: ManagedBy, LabelPool: pool, LabelPipeline: pipelineAhead})
 	if err != nil {
 		return nil, fmt.Errorf("listing upgrade-ahead PipelineRuns of pool %q: %w", pool, err)
