@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -264,4 +265,47 @@ func setParam(pr *pipelinev1.PipelineRun, name, value string) {
 		i++
 	}
 	pr.Spec.Params = append(pr.Spec.Params[:i], append([]pipelinev1.Param{{Name: name, Value: v}}, pr.Spec.Params[i:]...)...)
+}
+
+// skipsRollout checks that Pipeline p skips every task that changes the
+// cluster when the rollout param is "false": it declares the param, and
+// each of rolloutTasks has a when expression on it or runs only after one
+// that has. An older Pipeline without it would roll an upgrade-ahead run
+// out, so the trigger makes none under it.
+func skipsRollout(p *pipelinev1.Pipeline) error {
+	declared := false
+	for _, ps := range p.Spec.Params {
+		declared = declared || ps.Name == paramRollout
+	}
+	if !declared {
+		return fmt.Errorf("Pipeline %s/%s: spec.params has no %q: it cannot run upgrade-ahead runs without rolling them out (update the Pipeline)", p.Namespace, p.Name, paramRollout)
+	}
+	guarded := map[string]bool{}
+	want := "$(params." + paramRollout + ")"
+	for _, t := range p.Spec.Tasks {
+		for _, w := range t.When {
+			if w.Input == want && w.Operator == selection.In && len(w.Values) == 1 && w.Values[0] == "true" {
+				guarded[t.Name] = true
+			}
+		}
+	}
+	// Tekton runs the dependents of a task its when expression skipped,
+	// so runAfter alone guards nothing: each such task needs its own when.
+	for _, t := range append(append([]pipelinev1.PipelineTask(nil), p.Spec.Tasks...), p.Spec.Finally...) {
+		if rolloutTasks[t.Name] && !guarded[t.Name] && !bootImagesOff(t) {
+			return fmt.Errorf("Pipeline %s/%s: task %s has no when expression %s in [\"true\"]: an upgrade-ahead run would change the cluster", p.Namespace, p.Name, t.Name, want)
+		}
+	}
+	return nil
+}
+
+// bootImagesOff: the task is skipped by update-boot-images "false", which
+// upgrade-ahead runs set.
+func bootImagesOff(t pipelinev1.PipelineTask) bool {
+	for _, w := range t.When {
+		if w.Input == "$(params.update-boot-images)" && w.Operator == selection.In && len(w.Values) == 1 && w.Values[0] == "true" {
+			return true
+		}
+	}
+	return false
 }

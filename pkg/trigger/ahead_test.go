@@ -1,6 +1,9 @@
 package trigger
 
 import (
+	"context"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -9,6 +12,8 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/pipeline"
+	"github.com/kiln-dev/kiln/test/env"
 )
 
 func aheadTarget(v string) payload.Target {
@@ -130,6 +135,56 @@ func TestOutcomeOfAnUpgradeAheadRun(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if d := cmp.Diff(tc.want, outcomeOf(tc.run), cmp.AllowUnexported(outcome{})); d != "" {
 				t.Fatalf("outcomeOf (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestSkipsRollout: the repository's node-image Pipeline skips rollout
+// and bootimages for upgrade-ahead runs; a Pipeline without the rollout
+// param, or whose rollout or bootimages task is not skipped by it, is
+// refused with the task and the rule named.
+func TestSkipsRollout(t *testing.T) {
+	repo, err := pipeline.LoadPipeline(context.Background(), filepath.Join(env.RepoRoot(), "pipelines", "node-image.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.Namespace = "kiln"
+	edit := func(f func(p *pipelinev1.Pipeline)) *pipelinev1.Pipeline {
+		p := repo.DeepCopy()
+		f(p)
+		return p
+	}
+	task := func(p *pipelinev1.Pipeline, name string) *pipelinev1.PipelineTask {
+		for i := range p.Spec.Tasks {
+			if p.Spec.Tasks[i].Name == name {
+				return &p.Spec.Tasks[i]
+			}
+		}
+		t.Fatalf("Pipeline has no task %s", name)
+		return nil
+	}
+	for _, tc := range []struct {
+		name string
+		p    *pipelinev1.Pipeline
+		want string
+	}{
+		{"the repository's Pipeline", repo, ""},
+		{"no rollout param", edit(func(p *pipelinev1.Pipeline) {
+			p.Spec.Params = slices.DeleteFunc(p.Spec.Params, func(ps pipelinev1.ParamSpec) bool { return ps.Name == paramRollout })
+		}), `Pipeline kiln/kiln-node-image: spec.params has no "rollout"`},
+		{"rollout task without its when expression", edit(func(p *pipelinev1.Pipeline) { task(p, "rollout").When = nil }),
+			`Pipeline kiln/kiln-node-image: task rollout has no when expression $(params.rollout) in ["true"]`},
+		{"bootimages without its when expression", edit(func(p *pipelinev1.Pipeline) { task(p, "bootimages").When = nil }),
+			`Pipeline kiln/kiln-node-image: task bootimages has no when expression $(params.rollout) in ["true"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got string
+			if err := skipsRollout(tc.p); err != nil {
+				got = err.Error()
+			}
+			if !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
+				t.Fatalf("skipsRollout = %q, want it to start with %q", got, tc.want)
 			}
 		})
 	}

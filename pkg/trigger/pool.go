@@ -82,7 +82,18 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 		return err
 	}
 	// Upgrade-ahead runs roll nothing out, so no wave holds them back.
-	return c.syncAhead(ctx, pool, pool.Name, &w, c.aheadWants(pool, &w))
+	wants := c.aheadWants(pool, &w)
+	if len(wants) == 0 {
+		return c.syncAhead(ctx, pool, pool.Name, &w, nil)
+	}
+	if err := skipsRollout(w.pipeline); err != nil {
+		// Stop the ones there are; make none.
+		if serr := c.syncAhead(ctx, pool, pool.Name, &w, nil); serr != nil {
+			return serr
+		}
+		return fail(ReasonConfig, err)
+	}
+	return c.syncAhead(ctx, pool, pool.Name, &w, wants)
 }
 
 // applyUnlessWaiting applies plan, unless it creates a run that a lower
