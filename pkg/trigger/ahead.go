@@ -119,17 +119,19 @@ func decideAhead(runs []*pipelinev1.PipelineRun, wants []aheadWant) aheadPlan {
 	return p
 }
 
-// aheadWants are pool's wanted upgrade-ahead runs under w; targets that
-// cannot be one are reported as a warning on the pool.
-func (c *Controller) aheadWants(pool *mcfgv1.MachineConfigPool, w *world) []aheadWant {
+// aheadWants are the wanted upgrade-ahead runs of a pool under w. Offers
+// that cannot be a target are told as a warning on the ClusterVersion,
+// whose entry is at fault (the recorder folds the repeats of every pool's
+// reconcile into one event's count).
+func (c *Controller) aheadWants(w *world) []aheadWant {
 	targets, skipped := payload.SelectTargets(w.cv, w.config.UpgradeAhead)
 	for _, s := range skipped {
-		c.Recorder.Event(pool, corev1.EventTypeWarning, ReasonTargetSkipped, s.Reason)
+		c.Recorder.Event(w.cv, corev1.EventTypeWarning, ReasonTargetSkipped, s.Reason)
 	}
 	var wants []aheadWant
 	for _, t := range targets {
 		if errs := validation.IsValidLabelValue(t.Version); len(errs) > 0 {
-			c.Recorder.Eventf(pool, corev1.EventTypeWarning, ReasonTargetSkipped,
+			c.Recorder.Eventf(w.cv, corev1.EventTypeWarning, ReasonTargetSkipped,
 				"ClusterVersion %s: release %q cannot be a %s label value: %s", payload.ClusterVersionName, t.Version, LabelTargetRelease, strings.Join(errs, "; "))
 			continue
 		}

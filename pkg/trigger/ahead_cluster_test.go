@@ -68,13 +68,16 @@ func (h *harness) liveReleases(pool string) []string {
 }
 
 // TestUpgradeAheadRunsForTheSelectedTargets: the ClusterVersion offers
-// three updates; with kiln-config's default selection each enabled pool
-// gets one upgrade-ahead run for the newest z-stream and one for the newest
-// y-stream, named, labelled and with params for its release and rollout
-// off; a disabled pool gets none, and the pool's own run is unchanged.
+// three updates by digest and a newer one by tag; with kiln-config's
+// default selection each enabled pool gets one upgrade-ahead run for the
+// newest z-stream and one for the newest y-stream, named, labelled and
+// with params for its release and rollout off; a disabled pool gets none,
+// the pool's own run is unchanged, and the update offered by tag is told
+// as skipped on the ClusterVersion.
 func TestUpgradeAheadRunsForTheSelectedTargets(t *testing.T) {
 	h := newHarness(t)
-	h.offerUpdates(offered("4.18.3"), offered("4.19.0"), offered("4.18.5"))
+	byTag := configv1.Release{Version: "4.18.9", Image: "quay.io/openshift-release-dev/ocp-release:4.18.9-x86_64"}
+	h.offerUpdates(offered("4.18.3"), offered("4.19.0"), offered("4.18.5"), byTag)
 	h.create(pool("worker", true), pool("infra", false), machineConfig("50-worker", "worker", "x=1"))
 	h.start(200 * time.Millisecond)
 	eventually(t, wait, "two upgrade-ahead runs for worker", func() bool { return len(h.aheadOf("worker")) == 2 })
@@ -106,6 +109,9 @@ func TestUpgradeAheadRunsForTheSelectedTargets(t *testing.T) {
 	}
 	if _, ok := h.event("worker", ReasonAheadCreated); !ok {
 		t.Errorf("no %s event on pool worker", ReasonAheadCreated)
+	}
+	if msg, _ := h.event("version", ReasonTargetSkipped); !strings.Contains(msg, `release 4.18.9: image "`+byTag.Image+`" is not a reference by digest`) {
+		t.Errorf("ClusterVersion %s event %q, want it to name the release offered by tag", ReasonTargetSkipped, msg)
 	}
 }
 

@@ -82,7 +82,7 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 		return err
 	}
 	// Upgrade-ahead runs roll nothing out, so no wave holds them back.
-	wants := c.aheadWants(pool, &w)
+	wants := c.aheadWants(&w)
 	if len(wants) == 0 {
 		return c.syncAhead(ctx, pool, pool.Name, &w, nil)
 	}
