@@ -57,6 +57,12 @@ const (
 	paramRollout            = "rollout"
 	paramTargetRelease      = "target-release"
 	paramTargetReleaseImage = "target-release-image"
+	// The target release's images, by digest: render's osImageURL and
+	// extensions, kmod-build's OS_AUTO and DTK_AUTO. Empty (every other
+	// run) means the running release's.
+	paramOSImage         = "os-image"
+	paramExtensionsImage = "extensions-image"
+	paramDTKImage        = "dtk-image"
 )
 
 // Reasons of upgrade-ahead events.
@@ -66,11 +72,15 @@ const (
 	ReasonTargetSkipped  = "UpgradeTargetSkipped"
 )
 
-// aheadWant is one upgrade-ahead run a pool should have: its target and
-// the fingerprint of the pool's inputs prepared for that target.
+// aheadWant is one upgrade-ahead run a pool should have: its target, the
+// fingerprint of the pool's inputs prepared for that target, and the
+// target's payload (facts), or why it could not be read (err): then no
+// run is made, and the pool is not ready for the target.
 type aheadWant struct {
 	target payload.Target
 	sum    string
+	facts  payload.Facts
+	err    error
 }
 
 // aheadSum is the fingerprint of an upgrade-ahead run: the pool's inputs
@@ -99,8 +109,10 @@ func decideAhead(runs []*pipelinev1.PipelineRun, wants []aheadWant) aheadPlan {
 		have[r.Labels[LabelFingerprint]] = true
 	}
 	for _, w := range wants {
+		// A target whose payload cannot be read now keeps the run it has
+		// (its payload was read when the run was made).
 		wanted[w.sum] = true
-		if !have[w.sum] {
+		if !have[w.sum] && w.err == nil {
 			p.create = append(p.create, w)
 			have[w.sum] = true
 		}
@@ -119,11 +131,12 @@ func decideAhead(runs []*pipelinev1.PipelineRun, wants []aheadWant) aheadPlan {
 	return p
 }
 
-// aheadWants are the wanted upgrade-ahead runs of a pool under w. Offers
-// that cannot be a target are told as a warning on the ClusterVersion,
-// whose entry is at fault (the recorder folds the repeats of every pool's
-// reconcile into one event's count).
-func (c *Controller) aheadWants(w *world) []aheadWant {
+// aheadWants are the wanted upgrade-ahead runs of a pool under w, each
+// with its target's payload read. Offers that cannot be a target are told
+// as a warning on the ClusterVersion, whose entry is at fault (the
+// recorder folds the repeats of every pool's reconcile into one event's
+// count).
+func (c *Controller) aheadWants(ctx context.Context, w *world) []aheadWant {
 	targets, skipped := payload.SelectTargets(w.cv, w.config.UpgradeAhead)
 	for _, s := range skipped {
 		c.Recorder.Event(w.cv, corev1.EventTypeWarning, ReasonTargetSkipped, s.Reason)
@@ -135,7 +148,8 @@ func (c *Controller) aheadWants(w *world) []aheadWant {
 				"ClusterVersion %s: release %q cannot be a %s label value: %s", payload.ClusterVersionName, t.Version, LabelTargetRelease, strings.Join(errs, "; "))
 			continue
 		}
-		wants = append(wants, aheadWant{target: t, sum: aheadSum(w.fp.Sum, t)})
+		f, err := c.targetPayload(ctx, t)
+		wants = append(wants, aheadWant{target: t, sum: aheadSum(w.fp.Sum, t), facts: f, err: err})
 	}
 	return wants
 }
@@ -175,7 +189,15 @@ func (c *Controller) syncAhead(ctx context.Context, pool *mcfgv1.MachineConfigPo
 	if w != nil {
 		cv = w.cv
 	}
-	return c.publishReadiness(ctx, name, cv, runs, wants)
+	if err := c.publishReadiness(ctx, name, cv, runs, wants); err != nil {
+		return err
+	}
+	for _, want := range wants {
+		if want.err != nil && runOf(runs, want.sum) == nil {
+			return &retryAhead{after: c.registriesRetry()}
+		}
+	}
+	return nil
 }
 
 // aheadRuns lists pool's upgrade-ahead runs from the cache, unlike the
@@ -204,7 +226,7 @@ func (c *Controller) createAhead(ctx context.Context, pool *mcfgv1.MachineConfig
 	if w.config.Cluster, err = c.clusterRun(ctx, w.pipeline); err != nil {
 		return err
 	}
-	pr := BuildAheadRun(w.config, RunSpec{Namespace: c.Namespace, Pool: pool.Name, Fingerprint: w.fp, Tasks: w.tasks}, want.target)
+	pr := BuildAheadRun(w.config, RunSpec{Namespace: c.Namespace, Pool: pool.Name, Fingerprint: w.fp, Tasks: w.tasks}, want.target, want.facts)
 	if err := validateRun(ctx, pr); err != nil {
 		return fail(ReasonConfig, err)
 	}
@@ -215,16 +237,17 @@ func (c *Controller) createAhead(ctx context.Context, pool *mcfgv1.MachineConfig
 		return fail(ReasonRuns, fmt.Errorf("creating upgrade-ahead PipelineRun %s: %w", pr.Name, err))
 	}
 	metricCreated.WithLabelValues(pool.Name, TriggerUpgradeAhead).Inc()
-	c.Recorder.Eventf(pool, corev1.EventTypeNormal, ReasonAheadCreated, "created PipelineRun %s: prepares release %s (%s, selected as %s) with no rollout",
-		pr.Name, want.target.Version, want.target.Image, strings.Join(want.target.Why, ", "))
+	c.Recorder.Eventf(pool, corev1.EventTypeNormal, ReasonAheadCreated, "created PipelineRun %s: prepares release %s (%s, selected as %s) on its OS image %s and driver-toolkit %s, with no rollout",
+		pr.Name, want.target.Version, want.target.Image, strings.Join(want.target.Why, ", "), want.facts.BaseOSImage, want.facts.DriverToolkitImage)
 	return nil
 }
 
 // BuildAheadRun makes pool's upgrade-ahead run for target from the spec of
 // its normal run (s: pool, inputs' fingerprint, tasks): trigger
-// upgrade-ahead, the target in its name, labels and params, the rollout
-// and bootimages tasks skipped.
-func BuildAheadRun(c Config, s RunSpec, t payload.Target) *pipelinev1.PipelineRun {
+// upgrade-ahead, the target in its name, labels and params, the target's
+// base OS, extensions and driver-toolkit images (f) as the params every
+// stage builds on, the rollout and bootimages tasks skipped.
+func BuildAheadRun(c Config, s RunSpec, t payload.Target, f payload.Facts) *pipelinev1.PipelineRun {
 	sum := aheadSum(s.Fingerprint.Sum, t)
 	s.Fingerprint = Fingerprint{Sum: sum, Parts: s.Fingerprint.Parts, Inputs: s.Fingerprint.Inputs}
 	s.Trigger = TriggerUpgradeAhead
@@ -238,6 +261,9 @@ func BuildAheadRun(c Config, s RunSpec, t payload.Target) *pipelinev1.PipelineRu
 	setParam(pr, paramRollout, "false")
 	setParam(pr, paramTargetRelease, t.Version)
 	setParam(pr, paramTargetReleaseImage, t.Image)
+	setParam(pr, paramOSImage, f.BaseOSImage)
+	setParam(pr, paramExtensionsImage, f.ExtensionsImage)
+	setParam(pr, paramDTKImage, f.DriverToolkitImage)
 	return pr
 }
 

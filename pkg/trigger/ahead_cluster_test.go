@@ -2,7 +2,9 @@ package trigger
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -19,12 +21,39 @@ import (
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/test/env"
 )
 
-// offered is release v of the test release repository, pinned by a digest
-// made from the version.
-func offered(v string) configv1.Release {
-	return configv1.Release{Version: v, Image: fmt.Sprintf("quay.io/openshift-release-dev/ocp-release@sha256:%064x", []byte(v))}
+// samplePayload is the payload facts of sample release v: its base OS,
+// extensions and driver-toolkit images, pinned by digests made from the
+// version (the trigger reads only the release image; these need not
+// exist).
+func samplePayload(v string) payload.Facts {
+	ref := func(what string) string {
+		return fmt.Sprintf("quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:%x", sha256.Sum256([]byte(what+v)))
+	}
+	return payload.Facts{BaseOSImage: ref("rhel-coreos"), ExtensionsImage: ref("rhel-coreos-extensions"), DriverToolkitImage: ref("driver-toolkit")}
+}
+
+// offered is sample release v, pushed on first use to the harness's real
+// registry as a release image naming samplePayload(v)'s images, and
+// given by digest as the CVO offers it.
+func (h *harness) offered(v string) configv1.Release {
+	h.t.Helper()
+	f := samplePayload(v)
+	return h.pushRelease(v, map[string]string{payload.TagRHELCoreOS: f.BaseOSImage,
+		payload.TagRHELCoreOSExtensions: f.ExtensionsImage, payload.TagDriverToolkit: f.DriverToolkitImage})
+}
+
+// pushRelease pushes release v with these image-references tags.
+func (h *harness) pushRelease(v string, tags map[string]string) configv1.Release {
+	h.t.Helper()
+	if h.reg == nil {
+		h.reg = env.StartRegistry(h.t, env.RegistryOptions{})
+	}
+	return configv1.Release{Version: v, Image: env.PushRelease(h.t, h.reg.Ref("ocp/release:"+v), v, tags)}
 }
 
 // offerUpdates creates the ClusterVersion running 4.18.2, or sets the
@@ -37,7 +66,7 @@ func (h *harness) offerUpdates(updates ...configv1.Release) {
 		cv = configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Spec: configv1.ClusterVersionSpec{ClusterID: "00000000-0000-0000-0000-000000000001"}}
 		h.create(&cv)
 	}
-	cv.Status.Desired = offered("4.18.2")
+	cv.Status.Desired = h.offered("4.18.2")
 	cv.Status.AvailableUpdates = updates
 	if err := h.c.Status().Update(ctx, &cv); err != nil {
 		h.t.Fatalf("setting ClusterVersion status.availableUpdates: %v", err)
@@ -68,16 +97,19 @@ func (h *harness) liveReleases(pool string) []string {
 }
 
 // TestUpgradeAheadRunsForTheSelectedTargets: the ClusterVersion offers
-// three updates by digest and a newer one by tag; with kiln-config's
-// default selection each enabled pool gets one upgrade-ahead run for the
-// newest z-stream and one for the newest y-stream, named, labelled and
-// with params for its release and rollout off; a disabled pool gets none,
-// the pool's own run is unchanged, and the update offered by tag is told
-// as skipped on the ClusterVersion.
+// three updates by digest (sample release images in a real registry) and
+// a newer one by tag; with kiln-config's default selection each enabled
+// pool gets one upgrade-ahead run for the newest z-stream and one for the
+// newest y-stream, named, labelled and with params for its release and
+// rollout off, and the os-image, extensions-image and dtk-image params
+// are that release's images (read from its release image), not the
+// running release's; a disabled pool gets none, the pool's own run is
+// unchanged (no target params), and the update offered by tag is told as
+// skipped on the ClusterVersion.
 func TestUpgradeAheadRunsForTheSelectedTargets(t *testing.T) {
 	h := newHarness(t)
 	byTag := configv1.Release{Version: "4.18.9", Image: "quay.io/openshift-release-dev/ocp-release:4.18.9-x86_64"}
-	h.offerUpdates(offered("4.18.3"), offered("4.19.0"), offered("4.18.5"), byTag)
+	h.offerUpdates(h.offered("4.18.3"), h.offered("4.19.0"), h.offered("4.18.5"), byTag)
 	h.create(pool("worker", true), pool("infra", false), machineConfig("50-worker", "worker", "x=1"))
 	h.start(200 * time.Millisecond)
 	eventually(t, wait, "two upgrade-ahead runs for worker", func() bool { return len(h.aheadOf("worker")) == 2 })
@@ -91,9 +123,12 @@ func TestUpgradeAheadRunsForTheSelectedTargets(t *testing.T) {
 		v := r.Labels[LabelTargetRelease]
 		got := map[string]string{"trigger": r.Labels[LabelTrigger], "name": r.Name[:len("kiln-worker-ahead-")+len(v)], "image": r.Annotations[AnnotTargetReleaseImage],
 			paramRollout: param(r, paramRollout), "update-boot-images": param(r, "update-boot-images"),
-			paramTargetRelease: param(r, paramTargetRelease), paramTargetReleaseImage: param(r, paramTargetReleaseImage)}
-		want := map[string]string{"trigger": TriggerUpgradeAhead, "name": "kiln-worker-ahead-" + v, "image": offered(v).Image,
-			paramRollout: "false", "update-boot-images": "false", paramTargetRelease: v, paramTargetReleaseImage: offered(v).Image}
+			paramTargetRelease: param(r, paramTargetRelease), paramTargetReleaseImage: param(r, paramTargetReleaseImage),
+			paramOSImage: param(r, paramOSImage), paramExtensionsImage: param(r, paramExtensionsImage), paramDTKImage: param(r, paramDTKImage)}
+		f := samplePayload(v)
+		want := map[string]string{"trigger": TriggerUpgradeAhead, "name": "kiln-worker-ahead-" + v, "image": h.offered(v).Image,
+			paramRollout: "false", "update-boot-images": "false", paramTargetRelease: v, paramTargetReleaseImage: h.offered(v).Image,
+			paramOSImage: f.BaseOSImage, paramExtensionsImage: f.ExtensionsImage, paramDTKImage: f.DriverToolkitImage}
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("upgrade-ahead run %s (-want +got):\n%s", r.Name, d)
 		}
@@ -106,6 +141,11 @@ func TestUpgradeAheadRunsForTheSelectedTargets(t *testing.T) {
 	}
 	if len(own) != 1 || param(own[0], paramRollout) != "" {
 		t.Fatalf("worker's own runs: %d, want 1 that rolls out (rollout param %q)", len(own), param(own[0], paramRollout))
+	}
+	for _, p := range []string{paramOSImage, paramExtensionsImage, paramDTKImage, paramTargetRelease} {
+		if v := param(own[0], p); v != "" {
+			t.Errorf("worker's own run has %s %q, want none (the running release's)", p, v)
+		}
 	}
 	if _, ok := h.event("worker", ReasonAheadCreated); !ok {
 		t.Errorf("no %s event on pool worker", ReasonAheadCreated)
@@ -121,14 +161,14 @@ func TestUpgradeAheadRunsForTheSelectedTargets(t *testing.T) {
 func TestUpgradeAheadNewerTargetCancelsTheOlderRun(t *testing.T) {
 	h := newHarness(t)
 	h.update(&corev1.ConfigMap{}, ConfigName, ns, func(o client.Object) { o.(*corev1.ConfigMap).Data[keyUpgradeAhead] = "z-stream" })
-	h.offerUpdates(offered("4.18.3"))
+	h.offerUpdates(h.offered("4.18.3"))
 	h.create(pool("worker", true), machineConfig("50-worker", "worker", "x=1"))
 	h.start(200 * time.Millisecond)
 	eventually(t, wait, "an upgrade-ahead run for 4.18.3", func() bool { return cmp.Equal(h.liveReleases("worker"), []string{"4.18.3"}) })
 	old := h.aheadOf("worker")[0]
 	h.progress(old.Name, []string{"render", "image-build"}, "")
 
-	h.offerUpdates(offered("4.18.3"), offered("4.18.4"))
+	h.offerUpdates(h.offered("4.18.3"), h.offered("4.18.4"))
 	eventually(t, wait, "the 4.18.4 run replaces the 4.18.3 run", func() bool { return cmp.Equal(h.liveReleases("worker"), []string{"4.18.4"}) })
 	var got pipelinev1.PipelineRun
 	if err := h.c.Get(context.Background(), client.ObjectKeyFromObject(old), &got); err != nil {
@@ -147,7 +187,7 @@ func TestUpgradeAheadNewerTargetCancelsTheOlderRun(t *testing.T) {
 // no upgrade-ahead run.
 func TestNoUpgradeAheadRunWithoutAnAvailableUpdate(t *testing.T) {
 	h := newHarness(t)
-	h.offerUpdates(offered("4.18.2"))
+	h.offerUpdates(h.offered("4.18.2"))
 	h.create(pool("worker", true), machineConfig("50-worker", "worker", "x=1"))
 	h.start(200 * time.Millisecond)
 	eventually(t, wait, "worker's own run", func() bool { return len(h.runs("worker")) == 1 })
@@ -185,7 +225,7 @@ func (h *harness) finish(name string, done corev1.ConditionStatus, results map[s
 // series are gone.
 func TestUpgradeReadinessOnClusterVersionAndMetric(t *testing.T) {
 	h := newHarness(t)
-	h.offerUpdates(offered("4.18.3"), offered("4.19.0"))
+	h.offerUpdates(h.offered("4.18.3"), h.offered("4.19.0"))
 	h.create(pool("worker", true), machineConfig("50-worker", "worker", "x=1"))
 	h.start(200 * time.Millisecond)
 	eventually(t, wait, "two upgrade-ahead runs", func() bool { return len(h.aheadOf("worker")) == 2 })
@@ -247,6 +287,72 @@ func readySeries(t *testing.T, pool string) map[string]float64 {
 		}
 		if l["pool"] == pool {
 			out[l["release"]] = d.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// TestUpgradeAheadTargetWithoutAReadablePayloadGetsNoRun: of the offered
+// updates, 4.18.3's release image has no driver-toolkit and 4.19.0's
+// cannot be read (its registry refuses connections). Neither gets an
+// upgrade-ahead run; each is told once on the ClusterVersion as not ready,
+// naming the pool, the release and the cause, and kiln_upgrade_ready is 0
+// for both; the pool's own run is made as without them. Once 4.18.3 is
+// replaced by a readable 4.18.4, that one gets its run.
+func TestUpgradeAheadTargetWithoutAReadablePayloadGetsNoRun(t *testing.T) {
+	h := newHarness(t)
+	f := samplePayload("4.18.3")
+	noDTK := h.pushRelease("4.18.3", map[string]string{payload.TagRHELCoreOS: f.BaseOSImage, payload.TagRHELCoreOSExtensions: f.ExtensionsImage})
+	gone := configv1.Release{Version: "4.19.0", Image: "127.0.0.1:1/ocp/release@sha256:" + strings.Repeat("9", 64)}
+	h.offerUpdates(noDTK, gone)
+	h.create(pool("worker", true), machineConfig("50-worker", "worker", "x=1"))
+	h.start(200 * time.Millisecond)
+	eventually(t, wait, "worker's own run", func() bool { return len(h.runs("worker")) >= 1 })
+	eventually(t, wait, "kiln_upgrade_ready 0 for both releases", func() bool {
+		return cmp.Equal(map[string]float64{"4.18.3": 0, "4.19.0": 0}, readySeries(t, "worker"))
+	})
+	consistently(t, 2*time.Second, "an upgrade-ahead run for a release whose payload cannot be read", func() bool { return len(h.aheadOf("worker")) != 0 })
+	if n := len(h.runs("worker")); n != 1 {
+		t.Fatalf("worker has %d runs, want its own run only", n)
+	}
+	msgs := h.events("version", ReasonUpgradeNotReady)
+	for _, want := range []string{
+		"pool worker is not ready for release 4.18.3: no upgrade-ahead run: its payload cannot be read: reading release 4.18.3: release image " + noDTK.Image + `: release-manifests/image-references has no tag "driver-toolkit"`,
+		"pool worker is not ready for release 4.19.0: no upgrade-ahead run: its payload cannot be read: reading release 4.19.0: reading release image \"" + gone.Image + `"`,
+	} {
+		if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, want) }) {
+			t.Errorf("no ClusterVersion %s event starting %q in %q", ReasonUpgradeNotReady, want, msgs)
+		}
+	}
+
+	h.offerUpdates(h.offered("4.18.4"), gone)
+	eventually(t, wait, "an upgrade-ahead run for 4.18.4", func() bool { return cmp.Equal(h.liveReleases("worker"), []string{"4.18.4"}) })
+	if got, want := param(h.aheadOf("worker")[0], paramDTKImage), samplePayload("4.18.4").DriverToolkitImage; got != want {
+		t.Errorf("4.18.4 run dtk-image %q, want %q", got, want)
+	}
+	var evs corev1.EventList
+	if err := h.c.List(context.Background(), &evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name == "version" && e.Reason == ReasonUpgradeNotReady && e.Count > 1 {
+			t.Errorf("event %q on the ClusterVersion told %d times, want once", e.Message, e.Count)
+		}
+	}
+}
+
+// events are the messages of the events of reason on object name.
+func (h *harness) events(name, reason string) []string {
+	h.t.Helper()
+	h.event(name, reason) // wait for the first
+	var evs corev1.EventList
+	if err := h.c.List(context.Background(), &evs); err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name == name && e.Reason == reason {
+			out = append(out, e.Message)
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package trigger
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -22,6 +23,11 @@ func aheadTarget(v string) payload.Target {
 
 func TestDecideAhead(t *testing.T) {
 	want := func(sum string) aheadWant { return aheadWant{target: aheadTarget("4.18." + sum[:1]), sum: sum} }
+	unreadable := func(sum string) aheadWant {
+		w := want(sum)
+		w.err = errors.New("reading release 4.18.x: connection refused")
+		return w
+	}
 	type got struct {
 		Create []string // sums
 		Cancel []string // name:status
@@ -47,6 +53,8 @@ func TestDecideAhead(t *testing.T) {
 			runs: []*pipelinev1.PipelineRun{run(fpA, "succeeded", 1), run(fpC, "failed", 2)}, wants: []aheadWant{want(fpB)},
 			want: got{Create: []string{fpB}}},
 		{name: "the same target twice makes one run", wants: []aheadWant{want(fpA), want(fpA)}, want: got{Create: []string{fpA}}},
+		{name: "a target whose payload cannot be read gets no run", wants: []aheadWant{unreadable(fpA), want(fpB)}, want: got{Create: []string{fpB}}},
+		{name: "a target whose payload cannot be read now keeps its live run", runs: []*pipelinev1.PipelineRun{run(fpA, "active", 1)}, wants: []aheadWant{unreadable(fpA)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := decideAhead(tc.runs, tc.wants)
@@ -65,10 +73,16 @@ func TestDecideAhead(t *testing.T) {
 	}
 }
 
+// TestBuildAheadRunSaysWhichReleaseAndSkipsRollout: the run names its
+// release, skips rollout and boot images, and its os-image,
+// extensions-image and dtk-image params are the target's, overriding a
+// dtk-image kiln-config sets for the pool's own runs.
 func TestBuildAheadRunSaysWhichReleaseAndSkipsRollout(t *testing.T) {
-	c := Config{Repository: "registry.example/os-{pool}", Pipeline: "kiln-node-image", Params: map[string]string{"canary": "1"}}
+	c := Config{Repository: "registry.example/os-{pool}", Pipeline: "kiln-node-image", Params: map[string]string{"canary": "1", paramDTKImage: "quay.io/running/dtk@sha256:" + strings.Repeat("0", 64)}}
 	tg := aheadTarget("4.19.1")
-	pr := BuildAheadRun(c, RunSpec{Namespace: "kiln", Pool: "worker", Fingerprint: Fingerprint{Sum: fpA}, BootImages: "abc", KmodRebuild: true}, tg)
+	f := payload.Facts{BaseOSImage: "quay.io/ocp/os@sha256:" + strings.Repeat("1", 64), ExtensionsImage: "quay.io/ocp/ext@sha256:" + strings.Repeat("2", 64),
+		DriverToolkitImage: "quay.io/ocp/dtk@sha256:" + strings.Repeat("3", 64)}
+	pr := BuildAheadRun(c, RunSpec{Namespace: "kiln", Pool: "worker", Fingerprint: Fingerprint{Sum: fpA}, BootImages: "abc", KmodRebuild: true}, tg, f)
 	sum := aheadSum(fpA, tg)
 	params := map[string]string{}
 	for _, p := range pr.Spec.Params {
@@ -86,7 +100,8 @@ func TestBuildAheadRunSaysWhichReleaseAndSkipsRollout(t *testing.T) {
 		LabelPipeline: pipelineAhead, LabelTargetRelease: "4.19.1"}
 	want.Annot = map[string]string{AnnotTargetReleaseImage: tg.Image, AnnotChanges: changes}
 	want.Params = map[string]string{"canary": "1", "pool": "worker", "repository": "registry.example/os-worker", "trigger": TriggerUpgradeAhead,
-		"changes": changes, "update-boot-images": "false", paramRollout: "false", paramTargetRelease: "4.19.1", paramTargetReleaseImage: tg.Image}
+		"changes": changes, "update-boot-images": "false", paramRollout: "false", paramTargetRelease: "4.19.1", paramTargetReleaseImage: tg.Image,
+		paramOSImage: f.BaseOSImage, paramExtensionsImage: f.ExtensionsImage, paramDTKImage: f.DriverToolkitImage}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("upgrade-ahead run (-want +got):\n%s", d)
 	}

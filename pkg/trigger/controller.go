@@ -69,7 +69,8 @@ type Controller struct {
 	hasher       SpecHasher
 	mcIndexed    bool // Client serves mcLabelIndex (SetupWithManager)
 	settle       *settler
-	ready        readyReleases // kiln_upgrade_ready series per pool
+	ready        readyReleases   // kiln_upgrade_ready series per pool
+	payloads     releasePayloads // upgrade targets' payload facts
 	registriesMu sync.Mutex
 }
 

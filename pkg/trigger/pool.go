@@ -34,6 +34,10 @@ func (c *Controller) reconcilePool(ctx context.Context, req reconcile.Request) (
 		return reconcile.Result{}, err
 	}
 	err := c.syncPool(ctx, &pool)
+	var retry *retryAhead
+	if errors.As(err, &retry) {
+		return reconcile.Result{RequeueAfter: retry.after}, nil
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		c.Recorder.Event(&pool, corev1.EventTypeWarning, e.Reason, e.Err.Error())
@@ -82,7 +86,7 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 		return err
 	}
 	// Upgrade-ahead runs roll nothing out, so no wave holds them back.
-	wants := c.aheadWants(&w)
+	wants := c.aheadWants(ctx, &w)
 	if len(wants) == 0 {
 		return c.syncAhead(ctx, pool, pool.Name, &w, nil)
 	}

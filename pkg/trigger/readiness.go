@@ -52,6 +52,25 @@ func init() {
 type readyReleases struct {
 	mu sync.Mutex
 	m  map[string]map[string]bool
+	// told is the cause last told per pool and release whose payload
+	// could not be read.
+	told map[[2]string]string
+}
+
+// tellOnce reports whether cause is new for pool and release, and
+// remembers it.
+func (r *readyReleases) tellOnce(pool, release, cause string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.told == nil {
+		r.told = map[[2]string]string{}
+	}
+	k := [2]string{pool, release}
+	if r.told[k] == cause {
+		return false
+	}
+	r.told[k] = cause
+	return true
 }
 
 // keep sets pool's series to exactly the releases in now (release →
@@ -65,6 +84,11 @@ func (r *readyReleases) keep(pool string, now map[string]bool) {
 	for rel := range r.m[pool] {
 		if _, ok := now[rel]; !ok {
 			metricUpgradeReady.DeleteLabelValues(pool, rel)
+		}
+	}
+	for k := range r.told {
+		if _, ok := now[k[1]]; k[0] == pool && !ok {
+			delete(r.told, k)
 		}
 	}
 	seen := map[string]bool{}
@@ -124,6 +148,10 @@ func (c *Controller) publishReadiness(ctx context.Context, pool string, cv *conf
 	for _, w := range wants {
 		r := runOf(runs, w.sum)
 		if r == nil {
+			if w.err != nil {
+				now[w.target.Version] = false
+				c.tellUnreadable(cv, pool, w)
+			}
 			continue
 		}
 		o := outcomeOf(r)
@@ -147,6 +175,21 @@ func (c *Controller) publishReadiness(ctx context.Context, pool string, cv *conf
 	}
 	c.ready.keep(pool, now)
 	return nil
+}
+
+// tellUnreadable tells, once per pool, release and cause, that the pool
+// is not ready for w's release because its payload could not be read, so
+// no upgrade-ahead run was made.
+func (c *Controller) tellUnreadable(cv *configv1.ClusterVersion, pool string, w aheadWant) {
+	cause := w.err.Error()
+	if len(cause) > maxCause {
+		cause = strings.ToValidUTF8(cause[:maxCause], "") + "…"
+	}
+	if cv == nil || !c.ready.tellOnce(pool, w.target.Version, cause) {
+		return
+	}
+	c.Recorder.Eventf(cv, corev1.EventTypeWarning, ReasonUpgradeNotReady, "pool %s is not ready for release %s: no upgrade-ahead run: its payload cannot be read: %s",
+		pool, w.target.Version, cause)
 }
 
 func runOf(runs []*pipelinev1.PipelineRun, sum string) *pipelinev1.PipelineRun {
