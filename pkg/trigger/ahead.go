@@ -131,12 +131,11 @@ func decideAhead(runs []*pipelinev1.PipelineRun, wants []aheadWant) aheadPlan {
 	return p
 }
 
-// aheadWants are the wanted upgrade-ahead runs of a pool under w, each
-// with its target's payload read. Offers that cannot be a target are told
-// as a warning on the ClusterVersion, whose entry is at fault (the
-// recorder folds the repeats of every pool's reconcile into one event's
-// count).
-func (c *Controller) aheadWants(ctx context.Context, w *world) []aheadWant {
+// aheadWants are the wanted upgrade-ahead runs of a pool under w. Offers
+// that cannot be a target are told as a warning on the ClusterVersion,
+// whose entry is at fault (the recorder folds the repeats of every pool's
+// reconcile into one event's count).
+func (c *Controller) aheadWants(w *world) []aheadWant {
 	targets, skipped := payload.SelectTargets(w.cv, w.config.UpgradeAhead)
 	for _, s := range skipped {
 		c.Recorder.Event(w.cv, corev1.EventTypeWarning, ReasonTargetSkipped, s.Reason)
@@ -148,10 +147,16 @@ func (c *Controller) aheadWants(ctx context.Context, w *world) []aheadWant {
 				"ClusterVersion %s: release %q cannot be a %s label value: %s", payload.ClusterVersionName, t.Version, LabelTargetRelease, strings.Join(errs, "; "))
 			continue
 		}
-		f, err := c.targetPayload(ctx, t)
-		wants = append(wants, aheadWant{target: t, sum: aheadSum(w.fp.Sum, t), facts: f, err: err})
+		wants = append(wants, aheadWant{target: t, sum: aheadSum(w.fp.Sum, t)})
 	}
 	return wants
+}
+
+// readPayloads reads each want's target payload (facts, or err).
+func (c *Controller) readPayloads(ctx context.Context, wants []aheadWant) {
+	for i := range wants {
+		wants[i].facts, wants[i].err = c.targetPayload(ctx, wants[i].target)
+	}
 }
 
 // syncAhead brings pool's upgrade-ahead runs in line with wants (nil

@@ -86,7 +86,7 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 		return err
 	}
 	// Upgrade-ahead runs roll nothing out, so no wave holds them back.
-	wants := c.aheadWants(ctx, &w)
+	wants := c.aheadWants(&w)
 	if len(wants) == 0 {
 		return c.syncAhead(ctx, pool, pool.Name, &w, nil)
 	}
@@ -97,6 +97,8 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 		}
 		return fail(ReasonConfig, err)
 	}
+	// Only now the registry: a Pipeline that cannot run them reads nothing.
+	c.readPayloads(ctx, wants)
 	return c.syncAhead(ctx, pool, pool.Name, &w, wants)
 }
 
