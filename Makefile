@@ -27,12 +27,13 @@ help: ## list targets
 
 # -buildvcs=auto: `version` prints the commit and its time even where the
 # environment's GOFLAGS turn VCS stamping off.
-# One `go build` for both commands: they share most packages, and a cold
-# build then compiles each once with both cores busy and links both at once.
-# Each binary is named after its folder: bin/kiln-steps, bin/kiln-trigger.
-build: ## build kiln-steps and kiln-trigger into bin/
+# One `go build` for all commands: they share most packages, and a cold
+# build then compiles each once with both cores busy and links them at once.
+# Each binary is named after its folder: bin/kiln-steps, bin/kiln-trigger,
+# bin/kiln-image-build (the image-build stage alone, as its Task runs it).
+build: ## build kiln-steps, kiln-trigger and kiln-image-build into bin/
 	@mkdir -p $(BIN)
-	go build $(GOFLAGS_BUILD) -buildvcs=auto -o $(BIN)/ ./cmd/kiln-steps ./cmd/kiln-trigger
+	go build $(GOFLAGS_BUILD) -buildvcs=auto -o $(BIN)/ ./cmd/kiln-steps ./cmd/kiln-trigger ./cmd/kiln-image-build
 
 tools: ## install test tools: Debian packages, kube-apiserver, controller-gen
 	bash hack/tools.sh

@@ -4,16 +4,17 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/cmd/cli/base"
 	"github.com/kiln-dev/kiln/pkg/bootimage"
 	"github.com/kiln-dev/kiln/pkg/work"
 )
 
-func newBootImagesCommand(env lookupEnv) *cobra.Command {
+func newBootImagesCommand(env base.LookupEnv) *cobra.Command {
 	o := bootimage.DefaultOptions()
-	return newStage(stage{
-		name:  work.StageBootImages,
-		short: "Update the MachineSets' boot images",
-		long: `Updates the boot image of every opted-in Machine API MachineSet (MachineConfiguration/cluster
+	return base.NewStage(base.Stage{
+		Name:  work.StageBootImages,
+		Short: "Update the MachineSets' boot images",
+		Long: `Updates the boot image of every opted-in Machine API MachineSet (MachineConfiguration/cluster
 spec.managedBootImages), and of the Cluster API MachineSets selected by --capi-mode, to the
 release's coreos-bootimages stream, as MCO does. It takes no --pool: boot images are per cluster,
 not per pool. With --source dir:PATH the patched manifests are written to --output-dir instead.
@@ -22,11 +23,11 @@ Reads:   MachineSets, MachineConfiguration/cluster, ClusterVersion, the coreos-b
 Writes:  work/bootimages/report.json, work/bootimages/metrics.prom; patched MachineSets (cluster)
          or work/bootimages/manifests/ (--source dir:PATH)
 Results: MACHINESETS_PATCHED, MACHINESETS_SKIPPED`,
-		example: `  kiln-steps bootimages --source dir:examples/cluster --work /tmp/work --results-dir /tmp/results
+		Example: `  kiln-steps bootimages --source dir:examples/cluster --work /tmp/work --results-dir /tmp/results
   kiln-steps bootimages --work /tmp/work --results-dir /tmp/results --capi-mode Partial --capi-selector env=prod`,
-		runner: o,
-		bind: func(fs *pflag.FlagSet) {
-			bindOptions(fs, env, &o.Options, false)
+		Runner: o,
+		Bind: func(fs *pflag.FlagSet) {
+			base.BindOptions(fs, env, &o.Options, false)
 			bindKube(fs, &o.KubeOptions)
 			fs.StringVar(&o.Namespace, "machine-api-namespace", o.Namespace, "namespace of the Machine API MachineSets")
 			fs.DurationVar(&o.StableTimeout, "stable-timeout", o.StableTimeout, "how long to wait for a stable cluster (ClusterVersion history[0] Completed, as MCO)")
@@ -43,6 +44,6 @@ Results: MACHINESETS_PATCHED, MACHINESETS_SKIPPED`,
 			fs.StringVar(&o.Output, "output-dir", o.Output, "local mode: folder for the changed manifests (default <work>/bootimages/manifests)")
 			deprecatedAlias(fs, "output", "output-dir")
 		},
-		check: func(c *cobra.Command) error { return checkOldFolderFlag(c, "output", "output-dir") },
+		Check: func(c *cobra.Command) error { return checkOldFolderFlag(c, "output", "output-dir") },
 	})
 }

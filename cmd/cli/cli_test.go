@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/cmd/cli/base"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/step"
@@ -46,7 +47,7 @@ func roots() map[string]func() *cobra.Command {
 // codes, and nothing to stderr.
 func TestEveryHelpOnStdoutWithExampleAndExitCodes(t *testing.T) {
 	for name, newRoot := range roots() {
-		walk(newRoot(), func(c *cobra.Command) {
+		base.Walk(newRoot(), func(c *cobra.Command) {
 			if c.Name() == "help" || (c.Parent() != nil && c.Parent().Name() == "completion") {
 				return
 			}
@@ -131,18 +132,18 @@ func TestMissingRequiredFlagsAllNamed(t *testing.T) {
 // Environment defaults are shown in help and used; an explicit empty
 // flag (an unbound optional workspace) overrides the environment.
 func TestEnvDefaults(t *testing.T) {
-	env := map[string]string{EnvPool: "a/b", EnvWork: "/env/work", EnvRegistriesConfig: "/env/registries",
-		EnvRegistryAuthFile: "/env/auth.json", EnvInsecureRegistry: "r1:5000,r2", EnvRunID: "run-7"}
+	env := map[string]string{base.EnvPool: "a/b", base.EnvWork: "/env/work", base.EnvRegistriesConfig: "/env/registries",
+		base.EnvRegistryAuthFile: "/env/auth.json", base.EnvInsecureRegistry: "r1:5000,r2", base.EnvRunID: "run-7"}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 
 	help := execute(newSteps(lookup), "image-sign", "--help").out
-	for _, k := range []string{EnvPool, EnvWork, EnvResultsDir, EnvRegistriesConfig, EnvRegistryAuthFile, EnvInsecureRegistry, EnvRunID} {
+	for _, k := range []string{base.EnvPool, base.EnvWork, base.EnvResultsDir, base.EnvRegistriesConfig, base.EnvRegistryAuthFile, base.EnvInsecureRegistry, base.EnvRunID} {
 		if !strings.Contains(help, "(env "+k) {
 			t.Errorf("image-sign help does not show $%s", k)
 		}
 	}
-	if !strings.Contains(execute(newTrigger(lookup), "--help").out, "(env "+EnvInsecureRegistry) {
-		t.Error("trigger help does not show $" + EnvInsecureRegistry)
+	if !strings.Contains(execute(newTrigger(lookup), "--help").out, "(env "+base.EnvInsecureRegistry) {
+		t.Error("trigger help does not show $" + base.EnvInsecureRegistry)
 	}
 	// Used: the pool from the environment is the one validated.
 	r := execute(newSteps(lookup), "render", "--source", "dir:"+t.TempDir())
@@ -152,7 +153,7 @@ func TestEnvDefaults(t *testing.T) {
 
 	var o registry.RegistryOptions
 	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	bindRegistry(fs, lookup, &o)
+	base.BindRegistry(fs, lookup, &o)
 	if err := fs.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestEnvDefaults(t *testing.T) {
 		t.Errorf("from the environment: %+v", o)
 	}
 	fs = pflag.NewFlagSet("x", pflag.ContinueOnError)
-	bindRegistry(fs, lookup, &o)
+	base.BindRegistry(fs, lookup, &o)
 	if err := fs.Parse([]string{"--registries-config="}); err != nil || o.ConfigDir != "" {
 		t.Errorf("--registries-config= left %q (%v), want none", o.ConfigDir, err)
 	}

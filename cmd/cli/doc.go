@@ -8,4 +8,9 @@
 // the flags of one pkg/ options struct (with the struct's defaults, or an
 // environment variable's value, as the flag's default), calls the
 // struct's Validate before any I/O, then its Run.
+//
+// The machinery of a stage's subcommand and of a root (flags shared by
+// stages, help, version, exit codes, signals) is cmd/cli/base, and the
+// image-build command is cmd/cli/imagebuildcmd: neither imports another
+// stage, so cmd/kiln-image-build links only what image-build runs.
 package cli

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/cobra"
 
+	"github.com/kiln-dev/kiln/cmd/cli/base"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 )
 
@@ -147,11 +148,11 @@ func TestVersionJSON(t *testing.T) {
 	if r.code != 0 || r.err != "" {
 		t.Fatalf("exit %d %q", r.code, r.err)
 	}
-	var v buildVersion
+	var v base.BuildVersion
 	if err := json.Unmarshal([]byte(r.out), &v); err != nil {
 		t.Fatalf("stdout is not JSON: %v\n%s", err, r.out)
 	}
-	if diff := cmp.Diff(readBuildVersion(), v); diff != "" {
+	if diff := cmp.Diff(base.ReadBuildVersion(), v); diff != "" {
 		t.Errorf("version -o json (-want +got):\n%s", diff)
 	}
 	text := execute(newSteps(noEnv), "version").out
@@ -218,11 +219,11 @@ func TestStepWithoutFoldersExits2NamingThem(t *testing.T) {
 	}
 
 	work, results := t.TempDir(), t.TempDir()
-	env := map[string]string{EnvWork: work, EnvResultsDir: results}
+	env := map[string]string{base.EnvWork: work, base.EnvResultsDir: results}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	r = execute(newSteps(lookup), "report", "--pool", "worker", "render=Succeeded")
 	if r.code != 0 {
-		t.Fatalf("with $%s and $%s: exit %d %q", EnvWork, EnvResultsDir, r.code, r.err)
+		t.Fatalf("with $%s and $%s: exit %d %q", base.EnvWork, base.EnvResultsDir, r.code, r.err)
 	}
 	for _, p := range []string{filepath.Join(work, "report", "summary.txt"), filepath.Join(results, "FAILED_STAGE")} {
 		if _, err := os.Stat(p); err != nil {
@@ -273,12 +274,12 @@ func TestVerbosePrintsRegistryRequests(t *testing.T) {
 		"--public-key", publicKeyFile(t)}
 	quiet := execute(newSteps(noEnv), args...)
 	loud := execute(newSteps(noEnv), append(args, "--verbose")...)
-	verboseEnv := func(k string) (string, bool) { return "true", k == EnvVerbose }
+	verboseEnv := func(k string) (string, bool) { return "true", k == base.EnvVerbose }
 	fromEnv := execute(newSteps(verboseEnv), args...)
 	if strings.Contains(quiet.err, "registry: GET") {
 		t.Errorf("without --verbose: %q", quiet.err)
 	}
-	for name, r := range map[string]run{"--verbose": loud, "$" + EnvVerbose: fromEnv} {
+	for name, r := range map[string]run{"--verbose": loud, "$" + base.EnvVerbose: fromEnv} {
 		if !strings.Contains(r.err, "registry: GET "+srv.URL+"/v2/") {
 			t.Errorf("with %s, no request line: %q", name, r.err)
 		}

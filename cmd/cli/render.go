@@ -4,16 +4,17 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/cmd/cli/base"
 	"github.com/kiln-dev/kiln/pkg/render"
 	"github.com/kiln-dev/kiln/pkg/work"
 )
 
-func newRenderCommand(env lookupEnv) *cobra.Command {
+func newRenderCommand(env base.LookupEnv) *cobra.Command {
 	o := render.DefaultStepOptions()
-	return newStage(stage{
-		name:  work.StageRender,
-		short: "Render the pool's MachineConfigs as MCO does",
-		long: `Renders a MachineConfigPool's MachineConfigs into one MachineConfig exactly as the Machine Config
+	return base.NewStage(base.Stage{
+		Name:  work.StageRender,
+		Short: "Render the pool's MachineConfigs as MCO does",
+		Long: `Renders a MachineConfigPool's MachineConfigs into one MachineConfig exactly as the Machine Config
 Operator does (selection, worker-first order, Ignition merge, MCO's rendered name), with every remote
 http(s) source fetched, verified and embedded. Inputs come from the cluster or, with --source dir:PATH,
 from a folder of manifests; every object is decoded strictly.
@@ -27,14 +28,14 @@ Results: RENDERED_NAME, CONFIG_HASH, BASE_IMAGE (the rendered osImageURL as give
          digest), HAS_KMOD, KMOD_BUILD, KMOD_SIGN
 
 It never contacts a container registry.`,
-		example: `  # render pool worker from a folder of manifests
+		Example: `  # render pool worker from a folder of manifests
   kiln-steps render --pool worker --source dir:examples/cluster --work /tmp/work --results-dir /tmp/results
 
   # render from the cluster of the current kubeconfig
   KILN_POOL=worker kiln-steps render --work /tmp/work --results-dir /tmp/results`,
-		runner: o,
-		bind: func(fs *pflag.FlagSet) {
-			bindOptions(fs, env, &o.Options, true)
+		Runner: o,
+		Bind: func(fs *pflag.FlagSet) {
+			base.BindOptions(fs, env, &o.Options, true)
 			bindKube(fs, &o.KubeOptions)
 			fs.DurationVar(&o.FetchTimeout, "fetch-timeout", o.FetchTimeout, "timeout of one fetch of a remote source")
 			fs.Int64Var(&o.FetchMaxBytes, "fetch-max-bytes", o.FetchMaxBytes, "largest remote source accepted, in bytes")

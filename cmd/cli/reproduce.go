@@ -7,18 +7,19 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/cmd/cli/base"
 	"github.com/kiln-dev/kiln/pkg/reproduce"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 )
 
-func newReproduceCommand(env lookupEnv) *cobra.Command {
+func newReproduceCommand(env base.LookupEnv) *cobra.Command {
 	o := reproduce.DefaultOptions()
 	format := step.FormatText
-	c := newStage(stage{
-		name:  reproduce.Stage,
-		short: "Rebuild an image from its kiln attestation and compare the digests",
-		long: `Verifies kiln's attestation on IMAGE@DIGEST (a node image, a kmod-build or a kmod-sign image)
+	c := base.NewStage(base.Stage{
+		Name:  reproduce.Stage,
+		Short: "Rebuild an image from its kiln attestation and compare the digests",
+		Long: `Verifies kiln's attestation on IMAGE@DIGEST (a node image, a kmod-build or a kmod-sign image)
 with kiln's identity (--public-key, or keyless --certificate-identity/-oidc-issuer/-roots), then
 rebuilds the image from exactly the inputs it records, in a fresh temporary folder with its own
 buildah storage (removed at the end), pushing nothing. A node image's rendered config is read
@@ -39,31 +40,31 @@ FILE for one release (a value other than text or json), with a warning: use --re
 Reads:   the image, its signature and attestation, the attested inputs (registry); --rendered-config
 Writes:  --report-file (the comparison as JSON); nothing to any registry
 Results: REPRODUCED (true or false), DIFF (a one-line summary), with --results-dir`,
-		example: `  kiln-steps reproduce registry.example.com/os@sha256:<64 hex> --public-key keys/cosign.pub
+		Example: `  kiln-steps reproduce registry.example.com/os@sha256:<64 hex> --public-key keys/cosign.pub
 
   # the image a node runs (its MachineConfigNode names its rendered config, whose
   # osImageURL is kiln's image), the full comparison as JSON
   rendered="$(oc get machineconfignode n1 -o jsonpath='{.status.configVersion.current}')"
   kiln-steps reproduce "$(oc get mc "$rendered" -o jsonpath='{.spec.osImageURL}')" \
     --public-key keys/cosign.pub --report-file diff.json`,
-		runner: o,
-		bind: func(fs *pflag.FlagSet) {
+		Runner: o,
+		Bind: func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.Image, "image", o.Image, "image to reproduce, repository@sha256:<64 hex> (or the one argument)")
-			stringVar(fs, env, &o.ResultsDir, "results-dir", EnvResultsDir, `folder the Tekton results are written to; "" writes none`)
-			bindRegistry(fs, env, &o.RegistryOptions)
-			bindIdentity(fs, &o.IdentityOptions)
+			base.StringVar(fs, env, &o.ResultsDir, "results-dir", base.EnvResultsDir, `folder the Tekton results are written to; "" writes none`)
+			base.BindRegistry(fs, env, &o.RegistryOptions)
+			base.BindIdentity(fs, &o.IdentityOptions)
 			fs.StringVar(&o.Buildah, "buildah", o.Buildah, "buildah binary (buildah-path node images and kmod builds)")
 			fs.StringVar(&o.SecretsDir, "build-secrets-dir", o.SecretsDir, "kmod build secrets, one file or folder per secret id, as kmod-build's (kiln attests their names, not their content)")
 			deprecatedAlias(fs, "secrets-dir", "build-secrets-dir")
 			fs.StringVar(&o.RenderedConfig, "rendered-config", o.RenderedConfig, "rendered MachineConfig file (render's work/render/rendered.json, say); default: the image's own copy")
 			fs.StringVar(&o.ReportFile, "report-file", o.ReportFile, "write the comparison as JSON to this file")
 			fs.BoolVar(&o.Deep, "deep", o.Deep, "also reproduce the kiln images it was built on (kmod base, unsigned kmod image)")
-			bindFormat(fs, &format)
+			base.BindFormat(fs, &format)
 			fs.Lookup("output").Usage += "; any other value is a file, the old meaning of --output (deprecated: use --report-file)"
 		},
-		format: &format,
-		check:  func(c *cobra.Command) error { return oldReportFile(c, &format, &o.ReportFile) },
-		args: func(args []string) {
+		Format: &format,
+		Check:  func(c *cobra.Command) error { return oldReportFile(c, &format, &o.ReportFile) },
+		Args: func(args []string) {
 			if len(args) == 1 && o.Image == "" {
 				o.Image = args[0]
 			}

@@ -4,16 +4,17 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kiln-dev/kiln/cmd/cli/base"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 	"github.com/kiln-dev/kiln/pkg/work"
 )
 
-func newRolloutCommand(env lookupEnv) *cobra.Command {
+func newRolloutCommand(env base.LookupEnv) *cobra.Command {
 	o := rollout.DefaultStepOptions()
-	return newStage(stage{
-		name:  work.StageRollout,
-		short: "Roll the image out to the pool through MCO",
-		long: `Rolls a verified image out to one MachineConfigPool through MCO's own API. --image is checked
+	return base.NewStage(base.Stage{
+		Name:  work.StageRollout,
+		Short: "Roll the image out to the pool through MCO",
+		Long: `Rolls a verified image out to one MachineConfigPool through MCO's own API. --image is checked
 (a digest reference) before anything is asked, then against the signature policy as CRI-O will
 on the node; only then is the MachineConfig 99-kiln-<pool>-os-image written with osImageURL by
 digest. The step watches the pool and its MachineConfigNodes, supports a canary and a
@@ -31,13 +32,13 @@ Reads:   the pool and its nodes (cluster), or the pool's manifest (--source dir:
 Writes:  work/rollout/timeline.json, work/rollout/policy/, work/rollout/drift.txt and
          drift.json on a drift; work/rollout/<MachineConfig>.yaml with --source dir:PATH
 Results: ROLLOUT_STATE, UPDATED_NODES, DRIFT_GATE`,
-		example: `  kiln-steps rollout --pool worker --work /tmp/work --results-dir /tmp/results \
+		Example: `  kiln-steps rollout --pool worker --work /tmp/work --results-dir /tmp/results \
     --image registry.example.com/os@sha256:<64 hex> --public-key keys/cosign.pub --canary 1 --timeout 2h`,
-		runner: o,
-		bind: func(fs *pflag.FlagSet) {
-			bindOptions(fs, env, &o.Options, true)
+		Runner: o,
+		Bind: func(fs *pflag.FlagSet) {
+			base.BindOptions(fs, env, &o.Options, true)
 			bindKube(fs, &o.Kube)
-			bindRegistry(fs, env, &o.Registry)
+			base.BindRegistry(fs, env, &o.Registry)
 			fs.StringVar(&o.Image, "image", o.Image, "image to roll out, repository@sha256:<64 hex> (required)")
 			fs.StringVar(&o.MaxUnavailable, "max-unavailable", o.MaxUnavailable, "override the pool's maxUnavailable during the rollout (number or percent)")
 			fs.IntVar(&o.Canary, "canary", o.Canary, "update this many nodes first, pause, check them, then continue")

@@ -10,12 +10,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kiln-dev/kiln/cmd/cli/base"
 	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/localrun"
 	"github.com/kiln-dev/kiln/pkg/trigger"
 )
 
-func newTrigger(env lookupEnv) *cobra.Command {
+func newTrigger(env base.LookupEnv) *cobra.Command {
 	o := trigger.DefaultOptions()
 	zo := zap.Options{}
 	var verbose *bool
@@ -39,9 +40,9 @@ reported with its task, step, exit code and the last lines of its log.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			if err := checkOldFolderFlag(c, "output", "output-dir"); err != nil {
-				return asUsage(err)
+				return base.AsUsage(err)
 			}
-			return asUsage(o.Validate())
+			return base.AsUsage(o.Validate())
 		},
 		RunE: func(c *cobra.Command, _ []string) error {
 			if *verbose && !c.Flags().Changed("zap-log-level") {
@@ -57,7 +58,7 @@ reported with its task, step, exit code and the last lines of its log.`,
 				err = localrun.Run(c.Context(), o, os.Stdout)
 			}
 			if err != nil {
-				return &ranError{err: err}
+				return base.Ran(err)
 			}
 			return nil
 		},
@@ -68,15 +69,15 @@ reported with its task, step, exit code and the last lines of its log.`,
 	gofs := flag.NewFlagSet(TriggerName, flag.ContinueOnError)
 	zo.BindFlags(gofs)
 	fs.AddGoFlagSet(gofs)
-	verbose = bindGlobal(root, env)
-	setupRoot(root)
+	verbose = base.BindGlobal(root, env)
+	base.SetupRoot(root)
 	return root
 }
 
 // bindTrigger binds the trigger's flags. Those the steps have too
 // (--source, --kubeconfig, --context, --insecure-registry) share their
 // binders and meaning; --output-dir is a folder, as in bootimages.
-func bindTrigger(fs *pflag.FlagSet, env lookupEnv, o *trigger.Options) {
+func bindTrigger(fs *pflag.FlagSet, env base.LookupEnv, o *trigger.Options) {
 	fs.StringVar(&o.Source, "source", o.Source, `where inputs come from: "cluster" or "dir:PATH" (a folder of manifests)`)
 	fs.BoolVar(&o.Once, "once", o.Once, "run one pass and exit (local mode)")
 	bindKubeconfig(fs, &o.Kubeconfig, &o.Context)
@@ -88,7 +89,7 @@ func bindTrigger(fs *pflag.FlagSet, env lookupEnv, o *trigger.Options) {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "address of /healthz and /readyz")
 	fs.DurationVar(&o.Settle, "settle", o.Settle, "quiet time after the last input change before a pool's run is made")
 	fs.DurationVar(&o.MaxSettle, "max-settle", o.MaxSettle, "longest wait for a burst of changes to end")
-	sliceVar(fs, env, &o.Insecure, "insecure-registry", EnvInsecureRegistry, "registry host[:port] reached over plain HTTP (repeatable)")
+	base.SliceVar(fs, env, &o.Insecure, "insecure-registry", base.EnvInsecureRegistry, "registry host[:port] reached over plain HTTP (repeatable)")
 	fs.StringVar(&o.Local.Registry, "registry", o.Local.Registry, "local mode: registry host[:port] for the images (default: an embedded registry)")
 	fs.StringVar(&o.Local.Keys, "keys-dir", o.Local.Keys, "local mode: folder of the signing keys, kept and reused: cosign/ (cosign.key, cosign.pub, cosign.password; "+
 		"put your own pair there), kmod-cert/cert and kmod-key/key; what is missing is generated on first use (default: keys/ under --output-dir)")

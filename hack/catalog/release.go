@@ -23,8 +23,8 @@ import (
 // its digest as the steps image default of every Task and Pipeline. The
 // image is pkg/release's, the one `make images` pushes and the e2e runs:
 // hack/stepsbase.sh's Debian rootfs with buildah, plus kiln-steps at
-// /ko-app/kiln-steps as a ko-style layer, reproducible from one revision
-// and one base.
+// /ko-app/kiln-steps and kiln-image-build beside it as a ko-style layer,
+// reproducible from one revision and one base.
 func release(ctx context.Context, root, tag, ociDir, base string) error {
 	if base == "" {
 		var err error
@@ -45,11 +45,11 @@ func release(ctx context.Context, root, tag, ociDir, base string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin, err := build.BuildBinary(ctx, root, "./cmd/kiln-steps", dir, build.StepsName, platform)
+	bins, err := build.BuildStepsBinaries(ctx, root, dir, platform)
 	if err != nil {
 		return err
 	}
-	img, err := build.StepsImage(base, bin, platform)
+	img, err := build.StepsImage(base, bins, platform)
 	if err != nil {
 		return err
 	}

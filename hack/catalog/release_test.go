@@ -56,16 +56,19 @@ func fakeBase(t *testing.T) string {
 // the GitOps sample's too, so that the pin check passes.
 func TestReleaseImageReproducibleAndPinned(t *testing.T) {
 	base := fakeBase(t)
-	bin := filepath.Join(t.TempDir(), "kiln-steps")
-	if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
-		t.Fatal(err)
+	binDir := t.TempDir()
+	bins := build.StepsBinaries{Steps: filepath.Join(binDir, build.StepsName), ImageBuild: filepath.Join(binDir, build.ImageBuildName)}
+	for _, bin := range []string{bins.Steps, bins.ImageBuild} {
+		if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	amd64 := build.Platform{OS: "linux", Arch: "amd64"}
-	img, err := build.StepsImage(base, bin, amd64)
+	img, err := build.StepsImage(base, bins, amd64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := build.StepsImage(base, bin, amd64)
+	again, err := build.StepsImage(base, bins, amd64)
 	if err != nil {
 		t.Fatal(err)
 	}

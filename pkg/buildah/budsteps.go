@@ -3,12 +3,16 @@ package buildah
 import (
 	"bytes"
 	"regexp"
+	"sync"
 )
 
 // budStepRE is the line buildah bud prints as it starts each instruction
 // of a Containerfile: "STEP 2/5: RUN make", led by "[1/2] " in a
-// multi-stage build (buildah's imagebuildah executor).
-var budStepRE = regexp.MustCompile(`^(\[\d+/\d+\] )?STEP \d+(/\d+)?: `)
+// multi-stage build (buildah's imagebuildah executor). It is compiled on
+// first use, not at every start of the binaries that link this package.
+var budStepRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(\[\d+/\d+\] )?STEP \d+(/\d+)?: `)
+})
 
 // maxBudLine bounds the partial line BudSteps holds: a line longer than
 // this (a RUN step's output without a newline) is dropped, not kept.
@@ -34,7 +38,7 @@ func (s *BudSteps) Write(p []byte) (int, error) {
 			break
 		}
 		s.add(p[:i])
-		if !s.skip && budStepRE.Match(s.partial) {
+		if !s.skip && budStepRE().Match(s.partial) {
 			s.Fn(string(bytes.TrimRight(s.partial, "\r")))
 		}
 		s.partial, s.skip = s.partial[:0], false

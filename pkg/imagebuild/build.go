@@ -21,7 +21,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/nodeimport"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/sign"
+	"github.com/kiln-dev/kiln/pkg/sign/proof"
 	"github.com/kiln-dev/kiln/pkg/trust"
 )
 
@@ -112,6 +112,7 @@ func Build(ctx context.Context, r registry.Remote, in BuildInput) (*BuildResult,
 	}
 	res, repo := f.res, f.repo
 	tag := repo.Tag(res.Tag)
+	defer f.prefetchConfig()()
 	if done, err := res.reuse(ctx, r, tag, in.Identity); err != nil || done {
 		return res, err
 	}
@@ -148,6 +149,28 @@ type fastBuild struct {
 	baseRef  name.Reference
 	baseDesc *registry.Descriptor
 	repo     name.Repository
+	// base is the base image, read once (nil for an index), so that its
+	// config is fetched once; baseErr is why it could not be, which only
+	// a build reports (a reuse needs no base image).
+	base    v1.Image
+	baseErr error
+}
+
+// prefetchConfig reads the base image's config in the background, while
+// the reuse decision waits on its own request: a build needs the config
+// next, and the image keeps it (go-containerregistry's remote image reads
+// it once, under a lock). An error is left for assemble, which asks again
+// and reports it. The returned func waits for the read to end.
+func (f *fastBuild) prefetchConfig() (wait func()) {
+	if f.base == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = f.base.RawConfigFile()
+	}()
+	return func() { <-done }
 }
 
 // prepareFast plans the layer, resolves the base and computes the inputs;
@@ -171,7 +194,11 @@ func (in *BuildInput) prepareFast(ctx context.Context, r registry.Remote) (*fast
 	}
 	fp := inputs.Fingerprint()
 	res := &BuildResult{Fingerprint: fp, Tag: TagPrefix + fp, BaseRef: baseByDigest, Plan: plan, Inputs: inputs}
-	return &fastBuild{in: *in, res: res, baseRef: baseRef, baseDesc: baseDesc, repo: repo}, nil
+	f := &fastBuild{in: *in, res: res, baseRef: baseRef, baseDesc: baseDesc, repo: repo}
+	if !baseDesc.MediaType.IsIndex() {
+		f.base, f.baseErr = baseDesc.Image()
+	}
+	return f, nil
 }
 
 // assembled is the fast path's image (or index) before any push, with the
@@ -213,11 +240,10 @@ func (f *fastBuild) assemble() (*assembled, error) {
 		a.digest, err = idx.Digest()
 		return a, err
 	}
-	base, err := f.baseDesc.Image()
-	if err != nil {
-		return nil, registry.Classify(err, "reading base image", in.Base)
+	if f.baseErr != nil {
+		return nil, registry.Classify(f.baseErr, "reading base image", in.Base)
 	}
-	if a.image, err = meta.image(base); err != nil {
+	if a.image, err = meta.image(f.base); err != nil {
 		return nil, fmt.Errorf("building image on %s: %w", in.Base, err)
 	}
 	a.digest, err = a.image.Digest()
@@ -274,7 +300,7 @@ func (res *BuildResult) reuse(ctx context.Context, r registry.Remote, tag name.T
 		return false, cerr
 	}
 	image := tag.Context().Digest(desc.Digest.String())
-	switch err := sign.Prove(ctx, r, image, id, res.Inputs); {
+	switch err := proof.Prove(ctx, r, image, id, res.Inputs); {
 	case err == nil:
 		res.Digest, res.Reused, res.Ref = desc.Digest, true, image.String()
 		// The proven inputs name the node rules; kiln signs only an image

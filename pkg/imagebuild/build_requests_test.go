@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/test/env"
@@ -93,4 +96,57 @@ func show(m map[string]int) string {
 		lines = append(lines, fmt.Sprintf("%dx %s", m[k], k))
 	}
 	return strings.Join(lines, "; ")
+}
+
+// heldReuseHead holds the fingerprint tag's HEAD until the base's config
+// has been asked for, failing the HEAD after a timeout.
+type heldReuseHead struct {
+	next   http.RoundTripper
+	config string // the base config's blob path
+	asked  chan struct{}
+	once   sync.Once
+}
+
+func (h *heldReuseHead) RoundTrip(r *http.Request) (*http.Response, error) {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == h.config:
+		h.once.Do(func() { close(h.asked) })
+	case r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/manifests/"+TagPrefix):
+		select {
+		case <-h.asked:
+		case <-time.After(5 * time.Second):
+			return nil, fmt.Errorf("the base's config was not asked for while the reuse decision waited")
+		}
+	}
+	return h.next.RoundTrip(r)
+}
+
+// TestBuildReadsTheBaseConfigWhileDecidingReuse holds the reuse decision's
+// HEAD until the base's config is asked for: a build that reads the config
+// only after the decision never gets there and fails; the build must
+// push the same image as one sent through an unhindered transport.
+func TestBuildReadsTheBaseConfigWhileDecidingReuse(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	imagetest.PushBase(t, reg.Host, "base/os:1", 2)
+	base, err := remote.Image(imagetest.MustRef(t, reg.Host+"/base/os:1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := base.ConfigName()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := &heldReuseHead{next: http.DefaultTransport, config: "/v2/base/os/blobs/" + cfg.String(), asked: make(chan struct{})}
+	in := testInput(t, reg.Host, "base/os:1", "kiln/held", "hello\n")
+	got, err := Build(context.Background(), registry.Remote{Insecure: []string{reg.Host}, Transport: hold, Backoff: remote.Backoff{Steps: 1}}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Build(context.Background(), registry.Remote{Insecure: []string{reg.Host}}, testInput(t, reg.Host, "base/os:1", "kiln/free", "hello\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != want.Digest || got.Reused || want.Reused {
+		t.Errorf("held build %s (reused %v), unhindered build %s (reused %v): want the same new image", got.Digest, got.Reused, want.Digest, want.Reused)
+	}
 }

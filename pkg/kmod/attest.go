@@ -27,8 +27,8 @@ import (
 type AttestOptions struct {
 	step.Options
 	registry.RegistryOptions
-	// KubeOptions: with --source cluster the ModuleDay0's status records
-	// the attested image.
+	// KubeOptions: the ModuleDay0's status records the attested image, in
+	// the cluster or, with --source dir:, in work/kmod/manifests/.
 	kube.KubeOptions
 	// Rebuild is kmod-build's --rebuild: it picks the same build target.
 	Rebuild bool
@@ -79,7 +79,11 @@ func (o *AttestOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := attest(ctx, r, o.Attest, rep.Image, *rep.Inputs, p); err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
-	return recordBuilt(ctx, o.KubeOptions, md, ReasonBuilt, fmt.Sprintf("built %s for kernel %s", rep.Image, in.KernelVersion), rep.Digest, p)
+	c, err := newClient(&o.KubeOptions, ws)
+	if err != nil {
+		return err
+	}
+	return recordBuilt(ctx, c, md, ReasonBuilt, fmt.Sprintf("built %s for kernel %s", rep.Image, in.KernelVersion), rep.Digest, p)
 }
 
 // readBuildReport reads kmod-build's report from the workspace.

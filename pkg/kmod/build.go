@@ -108,7 +108,11 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if build == nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build is not set; kmod-build has nothing to do", md.Namespace, md.Name)
 	}
-	objs, err := o.objects(ctx, md)
+	c, err := newClient(&o.KubeOptions, ws)
+	if err != nil {
+		return err
+	}
+	objs, err := objects(ctx, c, md)
 	if err != nil {
 		return err
 	}
@@ -127,11 +131,9 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	pl := Payload{OSImage: o.OSImage, DTKImage: o.DTKImage}
 	if pl.OSImage == "" {
-		f, err := payload.FromObjects(objs.payload, nil)
-		if err != nil {
-			return fmt.Errorf("ModuleDay0 %s/%s: finding OS_AUTO (no --os-image): %w", md.Namespace, md.Name, err)
+		if pl.OSImage, err = objs.osAuto(md); err != nil {
+			return err
 		}
-		pl.OSImage = f.BaseOSImage
 	}
 	p := step.NewProgress(s.Out, work.StageKmodBuild)
 	plan, err := Decide(md, Facts{Rebuild: o.Rebuild})
@@ -139,7 +141,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	if pl.DTKImage == "" && needsDTK(dockerfile) {
-		if pl.DTKImage, err = o.driverToolkit(ctx, r, md); err != nil {
+		if pl.DTKImage, err = driverToolkit(ctx, r, c, md); err != nil {
 			return err
 		}
 		p.Printf("DTK_AUTO is the release's driver-toolkit %s", pl.DTKImage)
@@ -309,33 +311,12 @@ type buildObjects struct {
 }
 
 // objects reads the Dockerfile ConfigMap (in the ModuleDay0's namespace)
-// and the payload ConfigMap, from the cluster or a manifest folder.
-func (o *BuildOptions) objects(ctx context.Context, md *kmmv1beta1.ModuleDay0) (*buildObjects, error) {
+// and the payload ConfigMap through c: the cluster's client or a
+// folder's (see folder for what a manifest without a namespace means).
+// Each is one Get, so the step needs no right to list ConfigMaps.
+func objects(ctx context.Context, c client.Reader, md *kmmv1beta1.ModuleDay0) (*buildObjects, error) {
 	cmName := md.Spec.OSMapping.Build.DockerfileConfigMap.Name
-	dir, err := o.SourceDir()
-	if err != nil {
-		return nil, err
-	}
 	out := &buildObjects{}
-	if dir != "" {
-		cms, err := loadConfigMaps(dir)
-		if err != nil {
-			return nil, err
-		}
-		for _, cm := range cms {
-			switch {
-			case cm.Name == cmName && sameNamespace(cm.Namespace, md.Namespace):
-				out.dockerfileCM = cm
-			case cm.Name == payload.OSImageURLMap && sameNamespace(cm.Namespace, payload.Namespace):
-				out.payload = cm
-			}
-		}
-		return out, nil
-	}
-	c, err := kube.Client(&o.KubeOptions)
-	if err != nil {
-		return nil, err
-	}
 	get := func(ns, n string) (*corev1.ConfigMap, error) {
 		cm := &corev1.ConfigMap{}
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: n}, cm)
@@ -347,6 +328,7 @@ func (o *BuildOptions) objects(ctx context.Context, md *kmmv1beta1.ModuleDay0) (
 		}
 		return cm, nil
 	}
+	var err error
 	if out.dockerfileCM, err = get(md.Namespace, cmName); err != nil {
 		return nil, err
 	}
@@ -355,9 +337,6 @@ func (o *BuildOptions) objects(ctx context.Context, md *kmmv1beta1.ModuleDay0) (
 	}
 	return out, nil
 }
-
-// sameNamespace: a manifest without a namespace matches any.
-func sameNamespace(a, b string) bool { return a == "" || b == "" || a == b }
 
 func (b *buildObjects) dockerfile(md *kmmv1beta1.ModuleDay0) (string, error) {
 	n := md.Spec.OSMapping.Build.DockerfileConfigMap.Name
@@ -369,6 +348,16 @@ func (b *buildObjects) dockerfile(md *kmmv1beta1.ModuleDay0) (string, error) {
 		return "", fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.build.dockerfileConfigMap: ConfigMap %s/%s has no %q key", md.Namespace, md.Name, md.Namespace, n, DockerfileKey)
 	}
 	return df, nil
+}
+
+// osAuto is OS_AUTO when --os-image is empty: the payload ConfigMap's
+// base OS image.
+func (b *buildObjects) osAuto(md *kmmv1beta1.ModuleDay0) (string, error) {
+	f, err := payload.FromObjects(b.payload, nil)
+	if err != nil {
+		return "", fmt.Errorf("ModuleDay0 %s/%s: finding OS_AUTO (no --os-image): %w", md.Namespace, md.Name, err)
+	}
+	return f.BaseOSImage, nil
 }
 
 // secretFiles is kmodbuild.SecretFiles for the ModuleDay0's own build.secrets, the

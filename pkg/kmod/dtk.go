@@ -7,13 +7,10 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/kmodbuild"
-	"github.com/kiln-dev/kiln/pkg/kube"
-	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 )
@@ -30,11 +27,11 @@ func needsDTK(dockerfile string) bool {
 // driver-toolkit tag of the release image the ClusterVersion names
 // (status.desired.image), as KMM's DTK ImageStream is filled from the same
 // payload. The ClusterVersion comes from where the other inputs do.
-func (o *BuildOptions) driverToolkit(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0) (string, error) {
+func driverToolkit(ctx context.Context, r registry.Remote, c client.Reader, md *kmmv1beta1.ModuleDay0) (string, error) {
 	wrap := func(err error) error {
 		return fmt.Errorf("ModuleDay0 %s/%s: finding DTK_AUTO (no --dtk-image): %w", md.Namespace, md.Name, err)
 	}
-	cv, err := o.clusterVersion(ctx)
+	cv, err := clusterVersion(ctx, c)
 	if err != nil {
 		return "", wrap(err)
 	}
@@ -49,27 +46,9 @@ func (o *BuildOptions) driverToolkit(ctx context.Context, r registry.Remote, md 
 }
 
 // clusterVersion reads ClusterVersion "version", or nil when there is none.
-func (o *BuildOptions) clusterVersion(ctx context.Context) (*configv1.ClusterVersion, error) {
-	dir, err := o.SourceDir()
-	if err != nil {
-		return nil, err
-	}
-	if dir != "" {
-		var found *configv1.ClusterVersion
-		err := manifests.Walk(dir, func(obj runtime.Object) error {
-			if cv, ok := obj.(*configv1.ClusterVersion); ok && cv.Name == payload.ClusterVersionName {
-				found = cv
-			}
-			return nil
-		})
-		return found, err
-	}
-	c, err := kube.Client(&o.KubeOptions)
-	if err != nil {
-		return nil, err
-	}
+func clusterVersion(ctx context.Context, c client.Reader) (*configv1.ClusterVersion, error) {
 	cv := &configv1.ClusterVersion{}
-	err = c.Get(ctx, client.ObjectKey{Name: payload.ClusterVersionName}, cv)
+	err := c.Get(ctx, client.ObjectKey{Name: payload.ClusterVersionName}, cv)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil

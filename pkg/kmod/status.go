@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
-	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/step"
 )
 
@@ -20,19 +19,13 @@ const (
 	ReasonSigned = "Signed"
 )
 
-// recordBuilt tells the ModuleDay0 in the cluster what was built or
-// signed: the Built condition and status.imageDigest. Only in cluster mode
-// (--source cluster); a ModuleDay0 read from a manifest folder has no
-// cluster object to update. The step already pushed, so a ModuleDay0 that
-// is gone is reported, not an error.
-func recordBuilt(ctx context.Context, ko kube.KubeOptions, md *kmmv1beta1.ModuleDay0, reason, msg, digest string, p *step.Progress) error {
-	if ko.Source != "cluster" {
-		return nil
-	}
-	c, err := kube.Client(&ko)
-	if err != nil {
-		return err
-	}
+// recordBuilt tells the ModuleDay0 what was built or signed: the Built
+// condition and status.imageDigest, written through the step's client
+// (newClient): on the cluster, the live object's status; from a folder,
+// the folder's ModuleDay0 with that status as a file under
+// work/kmod/manifests/ (folder says why). The step already pushed, so a
+// ModuleDay0 that is gone is reported, not an error.
+func recordBuilt(ctx context.Context, c client.Client, md *kmmv1beta1.ModuleDay0, reason, msg, digest string, p *step.Progress) error {
 	live := &kmmv1beta1.ModuleDay0{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(md), live); err != nil {
 		if apierrors.IsNotFound(err) {

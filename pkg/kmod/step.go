@@ -27,8 +27,8 @@ import (
 type SignOptions struct {
 	step.Options
 	registry.RegistryOptions
-	// KubeOptions: with --source cluster the ModuleDay0's status records
-	// the signed image.
+	// KubeOptions: the ModuleDay0's status records the signed image, in
+	// the cluster or, with --source dir:, in work/kmod/manifests/.
 	kube.KubeOptions
 	// CertFile and KeyFile are the mounted Secrets of sign.certSecret and
 	// sign.keySecret (KMM's keys "cert" and "key").
@@ -149,7 +149,11 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := writeKmodResults(o.Options, ws, work.KmodSignFile, rep); err != nil {
 		return err
 	}
-	return recordBuilt(ctx, o.KubeOptions, md, ReasonSigned, fmt.Sprintf("signed %d modules into %s", len(res.Signed), ref), rep.Digest, p)
+	c, err := newClient(&o.KubeOptions, ws)
+	if err != nil {
+		return err
+	}
+	return recordBuilt(ctx, c, md, ReasonSigned, fmt.Sprintf("signed %d modules into %s", len(res.Signed), ref), rep.Digest, p)
 }
 
 // signInputs are a kmod signing's source by digest and its inputs.

@@ -44,12 +44,12 @@ func setupLocalRegistries(src, out string, insecure []string) (*registry.Config,
 }
 
 // readLocalRegistries collects from dir what cluster mode reads from the
-// API server, with registry.LoadClusterInputs (manifests.Walk's strict
+// API server, with loadClusterInputs (manifests.Walk's strict
 // decoding, the one validator): every mirror set, the Image "cluster" with
 // the openshift-config ConfigMap its spec.additionalTrustedCA names, and
 // the Proxy "cluster".
 func readLocalRegistries(dir string) (localRegistries, error) {
-	in, err := registry.LoadClusterInputs(dir)
+	in, err := loadClusterInputs(dir)
 	if err != nil {
 		return localRegistries{}, err
 	}

@@ -57,7 +57,11 @@ func writeManifests(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	for f, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644); err != nil {
+		f = filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

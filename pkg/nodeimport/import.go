@@ -2,8 +2,6 @@ package nodeimport
 
 import (
 	"archive/tar"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +50,11 @@ type Options struct {
 	// MaxBytes and MaxEntries bound the read; zero means the defaults.
 	MaxBytes   int64
 	MaxEntries int
+	// NoDigests leaves Entry.Digest empty: regular files are read but not
+	// hashed. No rule looks at content digests (only a node view compares
+	// them), so a caller that wants the findings alone skips the hashing
+	// of every file of the image.
+	NoDigests bool
 }
 
 // ErrTooLarge says an image passed Import's read limits.
@@ -73,17 +76,22 @@ func Import(img v1.Image, opts Options) (*Tree, []Finding, error) {
 }
 
 // ImportTars is Import over uncompressed tar streams, bottom layer first.
+//
+// The layers are read at once (see readLayers) and merged in order, so
+// the result, findings and errors are those of reading them one after
+// the other: the merge counts the limits in layer order, and a layer
+// whose reader stopped because the layers read at once spent the limits
+// together is read again, alone, with what the layers below it left.
 func ImportTars(layers []func() (io.ReadCloser, error), opts Options) (*Tree, []Finding, error) {
 	im := newImporter(opts)
-	for i, open := range layers {
-		rc, err := open()
-		if err != nil {
-			return nil, nil, fmt.Errorf("opening layer %d: %w", i, err)
+	reads := readLayers(layers, im.opts)
+	for i, lr := range reads {
+		if errors.Is(lr.err, errBudget) {
+			left := newBudget(int64(im.opts.MaxEntries-im.entries), im.opts.MaxBytes-im.bytes)
+			lr = readLayer(layers[i], im.opts, left, func() bool { return false })
 		}
-		err = im.layer(i, rc)
-		rc.Close()
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading layer %d: %w", i, err)
+		if err := im.layer(i, lr); err != nil {
+			return nil, nil, err
 		}
 	}
 	t := im.commit()
@@ -123,30 +131,35 @@ type layerState struct {
 	own   map[string]Entry
 }
 
-// layer reads one layer's tar stream into the merged image.
-func (im *importer) layer(i int, r io.Reader) error {
+// layer merges one layer's records into the image, then reports the
+// error that ended its reading, if any.
+func (im *importer) layer(i int, lr *layerRead) error {
+	if lr.open {
+		return fmt.Errorf("opening layer %d: %w", i, lr.err)
+	}
 	ls := &layerState{index: i, own: map[string]Entry{}}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
+	for _, rec := range lr.recs {
+		if im.entries++; im.entries > im.opts.MaxEntries {
+			return fmt.Errorf("reading layer %d: %w: more than %d entries", i, ErrTooLarge, im.opts.MaxEntries)
+		}
+		stop, err := im.entry(ls, rec)
+		if err != nil {
+			return fmt.Errorf("reading layer %d: %w", i, err)
+		}
+		if stop {
 			return nil
 		}
-		if err != nil {
-			return err
-		}
-		if im.entries++; im.entries > im.opts.MaxEntries {
-			return fmt.Errorf("%w: more than %d entries", ErrTooLarge, im.opts.MaxEntries)
-		}
-		if stop, err := im.entry(ls, h, tr); err != nil || stop {
-			return err
-		}
 	}
+	if lr.err != nil {
+		return fmt.Errorf("reading layer %d: %w", i, lr.err)
+	}
+	return nil
 }
 
 // entry applies one tar entry. stop says the layer failed as a whole
 // (ostree-ext refuses the layer on a `..`): the rest is not read.
-func (im *importer) entry(ls *layerState, h *tar.Header, tr *tar.Reader) (stop bool, err error) {
+func (im *importer) entry(ls *layerState, rec record) (stop bool, err error) {
+	h := rec.h
 	if h.Typeflag == tar.TypeXGlobalHeader {
 		// A PAX global header (git archive writes one) is no file: the
 		// import's tar reader consumes it.
@@ -170,7 +183,7 @@ func (im *importer) entry(ls *layerState, h *tar.Header, tr *tar.Reader) (stop b
 	e := Entry{Mode: h.Mode & 0o7777, UID: h.Uid, GID: h.Gid, Source: p, Layer: ls.index}
 	switch h.Typeflag {
 	case tar.TypeReg, tar.TypeRegA:
-		if err := im.content(&e, p, h.Size, tr); err != nil {
+		if err := im.content(&e, h.Size, rec); err != nil {
 			return false, err
 		}
 	case tar.TypeDir:
@@ -198,49 +211,55 @@ func (im *importer) entry(ls *layerState, h *tar.Header, tr *tar.Reader) (stop b
 	return false, nil
 }
 
-// checkName validates a tar name as ostree-ext does and returns the image
-// path (absolute, cleaned).
+// checkName validates a tar name for the layer being read; see
+// checkName.
 func (im *importer) checkName(layer int, raw string) (string, bool) {
-	shown := "/" + strings.TrimPrefix(raw, "/")
-	if !utf8.ValidString(raw) {
-		im.find(RuleUTF8, Error, shown, layer, "the path is not UTF-8; ostree-ext refuses the layer")
+	p, f := checkName(raw)
+	if f != nil {
+		f.Layer = layer
+		im.findings = append(im.findings, *f)
 		return "", false
 	}
+	return p, true
+}
+
+// checkName validates a tar name as ostree-ext does and returns the image
+// path (absolute, cleaned), or the finding that refuses it.
+func checkName(raw string) (string, *Finding) {
+	shown := "/" + strings.TrimPrefix(raw, "/")
+	refuse := func(rule, p, format string, args ...any) (string, *Finding) {
+		return "", &Finding{Rule: rule, Severity: Error, Path: p, Message: fmt.Sprintf(format, args...)}
+	}
+	if !utf8.ValidString(raw) {
+		return refuse(RuleUTF8, shown, "the path is not UTF-8; ostree-ext refuses the layer")
+	}
 	if strings.ContainsRune(raw, 0) {
-		im.find(RulePath, Error, shown, layer, "the path holds a NUL byte")
-		return "", false
+		return refuse(RulePath, shown, "the path holds a NUL byte")
 	}
 	clean := strings.Trim(raw, "/")
 	if clean == "" || clean == "." {
 		if raw == "" {
-			im.find(RulePath, Error, "/", layer, "the tar entry has an empty name; ostree-ext refuses it")
-			return "", false
+			return refuse(RulePath, "/", "the tar entry has an empty name; ostree-ext refuses it")
 		}
-		return "/", true
+		return "/", nil
 	}
 	if len(raw) > pathMax {
-		im.find(RuleNameLength, Error, shown, layer, "the path is %d bytes, over Linux's PATH_MAX of %d", len(raw), pathMax)
-		return "", false
+		return refuse(RuleNameLength, shown, "the path is %d bytes, over Linux's PATH_MAX of %d", len(raw), pathMax)
 	}
 	for _, c := range strings.Split(clean, "/") {
 		if c == ".." {
-			im.find(RulePath, Error, shown, layer, "a `..` component; ostree-ext refuses the whole layer")
-			return "", false
+			return refuse(RulePath, shown, "a `..` component; ostree-ext refuses the whole layer")
 		}
 		if len(c) > nameMax {
-			im.find(RuleNameLength, Error, shown, layer, "a path component is %d bytes, over Linux's NAME_MAX of %d", len(c), nameMax)
-			return "", false
+			return refuse(RuleNameLength, shown, "a path component is %d bytes, over Linux's NAME_MAX of %d", len(c), nameMax)
 		}
 	}
-	return path.Clean("/" + clean), true
+	return path.Clean("/" + clean), nil
 }
 
 func (im *importer) checkOwner(layer int, p string, h *tar.Header) bool {
 	ok := true
-	for _, id := range []struct {
-		name string
-		v    int
-	}{{"uid", h.Uid}, {"gid", h.Gid}} {
+	for _, id := range owners(h) {
 		if id.v < 0 || id.v > maxID {
 			im.find(RuleOwner, Error, p, layer, "%s %d is outside 0..%d; no node can own a file by it", id.name, id.v, maxID)
 			ok = false
@@ -249,26 +268,31 @@ func (im *importer) checkOwner(layer int, p string, h *tar.Header) bool {
 	return ok
 }
 
-// content hashes a regular file's bytes and keeps the few the lints read.
-func (im *importer) content(e *Entry, p string, size int64, r io.Reader) error {
+type owner struct {
+	name string
+	v    int
+}
+
+func owners(h *tar.Header) []owner { return []owner{{"uid", h.Uid}, {"gid", h.Gid}} }
+
+// ownerProblem names the first id of h no node can own a file by, or "".
+func ownerProblem(h *tar.Header) string {
+	for _, id := range owners(h) {
+		if id.v < 0 || id.v > maxID {
+			return id.name
+		}
+	}
+	return ""
+}
+
+// content counts a regular file's bytes against the limit and takes what
+// its reader computed: the digest and the content the lints read.
+func (im *importer) content(e *Entry, size int64, rec record) error {
 	e.Type, e.Size = Regular, size
 	if im.bytes += size; im.bytes > im.opts.MaxBytes {
 		return fmt.Errorf("%w: more than %d bytes", ErrTooLarge, im.opts.MaxBytes)
 	}
-	h := sha256.New()
-	var w io.Writer = h
-	var kept *strings.Builder
-	if keptFile(p) && size <= maxKept {
-		kept = &strings.Builder{}
-		w = io.MultiWriter(h, kept)
-	}
-	if _, err := io.Copy(w, r); err != nil {
-		return fmt.Errorf("reading %s: %w", p, err)
-	}
-	e.Digest = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	if kept != nil {
-		e.data = []byte(kept.String())
-	}
+	e.Digest, e.data = rec.digest, rec.data
 	return nil
 }
 

@@ -29,14 +29,16 @@ import (
 )
 
 // BenchmarkImageConfigChange measures a config-only change on a base of a
-// given size and layer count, three programs against one registry in each
+// given size and layer count, four programs against one registry in each
 // round, one after the other: the built `kiln-steps image-build` (fast
 // path: base layers read once by the node import check, then mounted, one
-// layer appended), `buildah bud` of a
-// COPY-only Containerfile with fresh storage (a build pod's cold start:
-// pull, build, push), and the floor, the requests any such push needs
-// sent directly over HTTP (a mount per base layer, the new layer, the
-// config, the manifest) for the image kiln pushed in that round.
+// layer appended), the same build by kiln-image-build (the stage linked
+// alone, which starts without the other stages' package inits),
+// `buildah bud` of a COPY-only Containerfile with fresh storage (a build
+// pod's cold start: pull, build, push), and the floor, the requests any
+// such push needs sent directly over HTTP (a mount per base layer, the
+// new layer, the config, the manifest) for the image kiln pushed in that
+// round.
 //
 // KILN_BENCH_IMAGE_SIZES (MB, comma-separated, default 16),
 // KILN_BENCH_IMAGE_LAYERS (base layer counts, default 2) and
@@ -46,12 +48,13 @@ func BenchmarkImageConfigChange(b *testing.B) {
 	sizes := benchInts(b, "KILN_BENCH_IMAGE_SIZES", "16")
 	layers := benchInts(b, "KILN_BENCH_IMAGE_LAYERS", "2")
 	rounds := benchInts(b, "KILN_BENCH_IMAGE_ROUNDS", "2")[0]
-	bin := env.BuildBinary(b, "./cmd/kiln-steps")
+	steps := []string{env.BuildBinary(b, "./cmd/kiln-steps"), "image-build"}
+	alone := []string{env.BuildBinary(b, "./cmd/kiln-image-build")}
 	kiln := map[[2]int]time.Duration{} // {MB, layers} → kiln's median
 	for _, mb := range sizes {
 		for _, n := range layers {
 			b.Run(fmt.Sprintf("base=%dMB/layers=%d", mb, n), func(b *testing.B) {
-				kiln[[2]int{mb, n}] = benchConfigChange(b, bin, mb, n, rounds)
+				kiln[[2]int{mb, n}] = benchConfigChange(b, steps, alone, mb, n, rounds)
 			})
 		}
 	}
@@ -75,8 +78,9 @@ func benchInts(b *testing.B, key, def string) []int {
 }
 
 // benchConfigChange runs the rounds on a fresh registry and returns kiln's
-// median.
-func benchConfigChange(b *testing.B, bin string, mb, layers, rounds int) time.Duration {
+// median; steps and alone are the two image-build commands (binary, then
+// subcommand if any).
+func benchConfigChange(b *testing.B, steps, alone []string, mb, layers, rounds int) time.Duration {
 	e := env.Start(b, env.Options{Registry: true, Buildah: true})
 	ctx := context.Background()
 	host := e.Registry.Host
@@ -84,18 +88,22 @@ func benchConfigChange(b *testing.B, bin string, mb, layers, rounds int) time.Du
 		b.Fatal(err)
 	}
 	key := imagetest.NewCosignKey(b)
-	var kiln, bud, floor []time.Duration
+	var kiln, single, bud, floor []time.Duration
 	load0 := loadAvg(b)
 	b.ResetTimer()
 	for range b.N {
 		for range rounds {
 			i := len(kiln)
 			motd := fmt.Sprintf("change %d at %d\n", i, time.Now().UnixNano())
-			ref, d, err := runImageBuild(ctx, b, bin, host, key.PubPath, motd)
+			ref, d, err := runImageBuild(ctx, b, steps, host, key.PubPath, motd)
 			if err != nil {
 				b.Fatal(err)
 			}
 			kiln = append(kiln, d)
+			if _, d, err = runImageBuild(ctx, b, alone, host, key.PubPath, "alone "+motd); err != nil {
+				b.Fatal(err)
+			}
+			single = append(single, d)
 
 			start := time.Now()
 			if err := budCopyOnly(ctx, b, host, motd, i); err != nil {
@@ -119,13 +127,16 @@ func benchConfigChange(b *testing.B, bin string, mb, layers, rounds int) time.Du
 	fmt.Printf("bench-image base=%dMB layers=%d rounds=%d load=%s→%s\n", mb, layers, len(kiln), load0, loadAvg(b))
 	fmt.Printf("  kiln %s  buildah %s (%.1fx kiln)  floor %s (kiln %.1fx floor)\n",
 		secs(k), secs(bd), float64(bd)/float64(k), secs(f), float64(k)/float64(f))
+	a := median(single)
+	fmt.Printf("  kiln-image-build %s (%.1fx kiln; buildah %.1fx kiln-image-build)\n", secs(a), float64(a)/float64(k), float64(bd)/float64(a))
 	return k
 }
 
-// runImageBuild runs `kiln-steps image-build` on a fresh workspace whose
-// rendered config writes motd, and returns the image it pushed (checked
-// to be a build, not a reuse) and how long the program ran.
-func runImageBuild(ctx context.Context, b *testing.B, bin, host, pubKey, motd string) (string, time.Duration, error) {
+// runImageBuild runs image-build as argv (`kiln-steps image-build` or
+// `kiln-image-build`) on a fresh workspace whose rendered config writes
+// motd, and returns the image it pushed (checked to be a build, not a
+// reuse) and how long the program ran.
+func runImageBuild(ctx context.Context, b *testing.B, argv []string, host, pubKey, motd string) (string, time.Duration, error) {
 	work, results := b.TempDir(), b.TempDir()
 	mc := imagetest.RenderedMC(b, "rendered-worker-bench", imagetest.SampleConfig(b, motd))
 	raw, err := json.Marshal(mc)
@@ -138,14 +149,15 @@ func runImageBuild(ctx context.Context, b *testing.B, bin, host, pubKey, motd st
 	if err := os.WriteFile(filepath.Join(work, "render", "rendered.json"), raw, 0o644); err != nil {
 		return "", 0, err
 	}
-	cmd := exec.CommandContext(ctx, bin, "image-build", "--pool", "worker", "--work", work, "--results-dir", results,
+	args := append(argv[1:len(argv):len(argv)], "--pool", "worker", "--work", work, "--results-dir", results,
 		"--base", host+"/bench/base:1", "--repository", host+"/bench/kiln", "--insecure-registry", host,
 		"--public-key", pubKey)
+	cmd := exec.CommandContext(ctx, argv[0], args...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	d := time.Since(start)
 	if err != nil {
-		return "", 0, fmt.Errorf("kiln-steps image-build: %w\n%s", err, out)
+		return "", 0, fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, out)
 	}
 	res := map[string]string{}
 	for _, k := range []string{"IMAGE_URL", "IMAGE_DIGEST", "REUSED"} {
@@ -156,7 +168,7 @@ func runImageBuild(ctx context.Context, b *testing.B, bin, host, pubKey, motd st
 		res[k] = string(v)
 	}
 	if res["REUSED"] != "false" {
-		return "", 0, fmt.Errorf("kiln-steps image-build reused an image in a benchmark of builds: %v\n%s", res, out)
+		return "", 0, fmt.Errorf("%s reused an image in a benchmark of builds: %v\n%s", strings.Join(argv, " "), res, out)
 	}
 	return res["IMAGE_URL"] + "@" + res["IMAGE_DIGEST"], d, nil
 }

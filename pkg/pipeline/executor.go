@@ -25,7 +25,9 @@ import (
 type Executor struct {
 	// Tasks are the Tasks a Pipeline's taskRefs name (LoadTasks).
 	Tasks map[string]*tektonv1.Task
-	// StepBinary runs steps whose command is kiln-steps.
+	// StepBinary runs steps whose command is kiln-steps, and those of a
+	// stage's own binary (StageBinaries) as its subcommand unless
+	// Commands names a binary for it.
 	StepBinary string
 	// Commands maps other step commands to executables.
 	Commands map[string]string

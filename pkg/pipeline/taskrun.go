@@ -123,6 +123,7 @@ func (e *Executor) step(ctx context.Context, tr *taskRun, s *tektonv1.Step, tekt
 	if err != nil {
 		return err
 	}
+	argv = e.stageArgs(argv)
 	if s.Timeout != nil && s.Timeout.Duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.Timeout.Duration)
@@ -161,7 +162,7 @@ func (e *Executor) step(ctx context.Context, tr *taskRun, s *tektonv1.Step, tekt
 // name nothing.
 func (e *Executor) command(name string) (string, error) {
 	p, ok := e.Commands[name]
-	if !ok && name == StepBinary && e.StepBinary != "" {
+	if _, stage := StageBinaries[name]; !ok && (name == StepBinary || stage) && e.StepBinary != "" {
 		p, ok = e.StepBinary, true
 	}
 	if !ok {
@@ -171,6 +172,17 @@ func (e *Executor) command(name string) (string, error) {
 		return exec.LookPath(p)
 	}
 	return filepath.Abs(p)
+}
+
+// stageArgs returns argv as StepBinary runs it: a stage's own binary
+// with no local binary in Commands runs as `kiln-steps <stage> <args>`,
+// the same stage, so local mode needs only --steps.
+func (e *Executor) stageArgs(argv []string) []string {
+	stage, ok := StageBinaries[argv[0]]
+	if _, own := e.Commands[argv[0]]; !ok || own {
+		return argv
+	}
+	return append([]string{StepBinary, stage}, argv[1:]...)
 }
 
 // readResults reads the declared results written so far and checks that

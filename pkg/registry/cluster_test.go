@@ -13,7 +13,9 @@ import (
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kiln-dev/kiln/pkg/manifests"
 	"github.com/kiln-dev/kiln/test/golden"
 )
 
@@ -62,7 +64,11 @@ func fromManifests(t *testing.T, file string) *Config {
 	if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in, err := LoadClusterInputs(dir)
+	var objs []runtime.Object
+	if err := manifests.Walk(dir, func(o runtime.Object) error { objs = append(objs, o); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	in, err := ClusterInputsFrom(objs...)
 	if err != nil {
 		t.Fatal(err)
 	}

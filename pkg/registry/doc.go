@@ -8,7 +8,7 @@
 // Reads of images kiln consumes go through the mirrors a cluster's nodes
 // would use, in the order CRI-O tries them; reads of what kiln wrote
 // itself and every write go to the named registry only. FromCluster and
-// LoadClusterInputs build that registry configuration from the cluster's
+// ClusterInputsFrom build that registry configuration from the cluster's
 // ImageDigestMirrorSets, ImageTagMirrorSets, image config and
 // additionalTrustedCA the way the Machine Config Operator writes
 // registries.conf and certs.d for CRI-O

@@ -8,8 +8,6 @@ import (
 	operatorv1alpha1 "github.com/openshift/api/operator/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	"github.com/kiln-dev/kiln/pkg/manifests"
 )
 
 // ClusterObjectName is the name of the one Image and the one Proxy config
@@ -18,21 +16,6 @@ const ClusterObjectName = "cluster"
 
 // TrustedCANamespace holds the ConfigMap additionalTrustedCA names.
 const TrustedCANamespace = "openshift-config"
-
-// LoadClusterInputs reads the registry objects of a manifests folder
-// (directory mode) with pkg/manifests, the one strict decoder: see
-// ClusterInputsFrom.
-func LoadClusterInputs(dir string) (ClusterInputs, error) {
-	var objs []runtime.Object
-	if err := manifests.Walk(dir, func(o runtime.Object) error { objs = append(objs, o); return nil }); err != nil {
-		return ClusterInputs{}, err
-	}
-	in, err := ClusterInputsFrom(objs...)
-	if err != nil {
-		return ClusterInputs{}, fmt.Errorf("loading manifests from %s: %w", dir, err)
-	}
-	return in, nil
-}
 
 // ClusterInputsFrom gathers ClusterInputs from decoded objects: every
 // ImageDigestMirrorSet, ImageTagMirrorSet and ImageContentSourcePolicy

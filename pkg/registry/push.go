@@ -140,13 +140,13 @@ func (r Remote) newPusher(ctx context.Context, repo name.Repository, sources []n
 }
 
 // image pushes img's blobs (those not in done) and its manifest at ref.
+// The config is uploaded while the layers are: the blobs are independent
+// and only the manifest needs them all, so a push costs the round trips of
+// its slowest blob, not their sum.
 func (p *pusher) image(ctx context.Context, ref name.Reference, img v1.Image, done map[v1.Hash]bool) error {
 	layers, err := img.Layers()
 	if err != nil {
 		return fmt.Errorf("reading layers: %w", err)
-	}
-	if err := p.layers(ctx, layers, done); err != nil {
-		return err
 	}
 	cfg, err := img.RawConfigFile()
 	if err != nil {
@@ -156,12 +156,21 @@ func (p *pusher) image(ctx context.Context, ref name.Reference, img v1.Image, do
 	if err != nil {
 		return fmt.Errorf("reading config digest: %w", err)
 	}
+	var cfgErr error
+	var wg sync.WaitGroup
 	if !done[h] {
-		open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(cfg)), nil }
-		if err := p.r.retry(ctx, func() error { return p.upload(ctx, "", h, int64(len(cfg)), open) }); err != nil {
-			return fmt.Errorf("pushing config %s: %w", h, err)
-		}
 		done[h] = true
+		open := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(cfg)), nil }
+		wg.Go(func() {
+			if err := p.r.retry(ctx, func() error { return p.upload(ctx, "", h, int64(len(cfg)), open) }); err != nil {
+				cfgErr = fmt.Errorf("pushing config %s: %w", h, err)
+			}
+		})
+	}
+	err = p.layers(ctx, layers, done)
+	wg.Wait()
+	if err := errors.Join(err, cfgErr); err != nil {
+		return err
 	}
 	return p.manifest(ctx, ref, img)
 }

@@ -49,6 +49,16 @@ type Config struct {
 	// only when it has something to compare: a run that writes nothing
 	// (kiln's MachineConfig already names the image) runs without it.
 	Prediction *mcrender.Prediction
+	// NoController says no MCO acts on what Client writes: Client is a
+	// folder of manifests (kube.Folder), where the written MachineConfig
+	// is the GitOps change and nothing renders or updates nodes. The run
+	// then ends once kiln's MachineConfig is written, the same object and
+	// update as on a cluster: State Written (Unchanged when it already
+	// named the image), the drift gate Off (there will be no render to
+	// compare, so no Prediction is needed), and no pool override, wait,
+	// canary or rollback, which all need MCO. It is the only difference
+	// between the two sources.
+	NoController bool
 }
 
 // States reported in ROLLOUT_STATE.
@@ -60,6 +70,9 @@ const (
 	// previous image; the pool needs a person.
 	StateRollbackFailed = "RollbackFailed"
 	StateRefused        = "Refused"
+	// StateWritten: kiln's MachineConfig was written where no controller
+	// acts on it (Config.NoController): a folder's GitOps change.
+	StateWritten = "Written"
 )
 
 // Result is what a rollout did.
@@ -85,15 +98,33 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return Result{State: StateRefused}, err
 	}
+	// The image is checked first: a refused image is reported as such
+	// whatever the pool's source holds.
+	if err := cfg.Verifier.Verify(ctx, cfg.Image); err != nil {
+		return Result{State: StateRefused}, verifyError(cfg.Image, cfg.Pool, err)
+	}
 	pool := &mcfgv1.MachineConfigPool{}
 	if err := cfg.Client.Get(ctx, client.ObjectKey{Name: cfg.Pool}, pool); err != nil {
 		return Result{State: StateRefused}, fmt.Errorf("reading MachineConfigPool %s: %w", cfg.Pool, err)
 	}
-	if err := cfg.Verifier.Verify(ctx, cfg.Image); err != nil {
-		return Result{State: StateRefused}, verifyError(cfg.Image, cfg.Pool, err)
+	if cfg.NoController {
+		return written(ctx, cfg, pool)
 	}
 	r := &roller{cfg: cfg, w: newWatcher(cfg.Client, cfg.Pool, cfg.Out)}
 	return r.run(ctx, pool)
+}
+
+// written is a run no controller acts on (Config.NoController): kiln's
+// MachineConfig is created or updated as on a cluster, and the run ends.
+func written(ctx context.Context, cfg Config, pool *mcfgv1.MachineConfigPool) (Result, error) {
+	applied, err := applyImage(ctx, cfg.Client, pool, cfg.Image)
+	if err != nil {
+		return Result{State: StateRefused}, err
+	}
+	if !applied.Changed {
+		return Result{State: StateUnchanged, Gate: GateOff}, nil
+	}
+	return Result{State: StateWritten, Gate: GateOff}, nil
 }
 
 // verifyError is the error of a pre-write check of image: a refusal

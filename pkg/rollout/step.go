@@ -10,16 +10,12 @@ import (
 	"strconv"
 	"time"
 
-	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-dev/kiln/pkg/exitcode"
 	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/kube"
-	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/registry"
-	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/sign"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/work"
@@ -88,16 +84,14 @@ func (o *StepOptions) Validate() error {
 
 // Run verifies the image and rolls it out: to the cluster, or with
 // --source dir:PATH as a manifest in the work folder (the GitOps change).
+// Both take one path, rollout.Run over the Source's client; a folder sets
+// Config.NoController, the one difference.
 func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if err := o.Validate(); err != nil {
 		return err
 	}
 	// The registries folder is read before anything else can fail.
 	r, err := registry.RemoteFrom(o.Registry)
-	if err != nil {
-		return err
-	}
-	dir, err := o.Kube.SourceDir()
 	if err != nil {
 		return err
 	}
@@ -113,10 +107,8 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 		// Without the key the policy check cannot run: a bad
 		// --public-key (exit 2), not a refused image.
 		res, err = Result{State: StateRefused}, exitcode.UsageErrorf("--public-key %s: %w", o.PolicyKey, kerr)
-	} else if dir != "" {
-		res, err = o.runLocal(ctx, dir, out, v)
 	} else {
-		res, err = o.runCluster(ctx, s, v)
+		res, err = o.rollout(ctx, s, v, out)
 	}
 	if werr := o.report(out, res); werr != nil && err == nil {
 		err = werr
@@ -133,17 +125,24 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	return err
 }
 
-func (o *StepOptions) runCluster(ctx context.Context, s step.Streams, v Verifier) (Result, error) {
-	c, err := kube.Client(&o.Kube)
+// rollout runs Run over the client of --source: the cluster, or a folder
+// whose one write, kiln's MachineConfig, lands in out.
+func (o *StepOptions) rollout(ctx context.Context, s step.Streams, v Verifier, out string) (Result, error) {
+	src, err := kube.SourceOf(&o.Kube, folder(out, o.Pool))
+	if err != nil {
+		return Result{State: StateRefused}, err
+	}
+	c, err := kube.New(src)
 	if err != nil {
 		return Result{State: StateRefused}, err
 	}
 	rc := Config{Client: c, Pool: o.Pool, Image: o.Image, Canary: o.Canary, Timeout: o.Timeout,
-		SettleTimeout: o.SettleTimeout, Verifier: v, Out: s.Out, DriftGate: o.DriftGate}
+		SettleTimeout: o.SettleTimeout, Verifier: v, Out: s.Out, DriftGate: o.DriftGate,
+		NoController: src.Folder != nil}
 	if rc.DriftGate == "" {
 		rc.DriftGate = DefaultDriftGate
 	}
-	if rc.DriftGate != DriftGateOff {
+	if rc.DriftGate != DriftGateOff && !rc.NoController {
 		if rc.Prediction, err = o.predict(ctx); err != nil {
 			return Result{State: StateRefused}, err
 		}
@@ -154,42 +153,6 @@ func (o *StepOptions) runCluster(ctx context.Context, s step.Streams, v Verifier
 	}
 	return Run(ctx, rc)
 }
-
-// runLocal is local mode: verify, then write kiln's MachineConfig for the
-// pool as YAML; applying it is the GitOps change.
-func (o *StepOptions) runLocal(ctx context.Context, dir, out string, v Verifier) (Result, error) {
-	if err := v.Verify(ctx, o.Image); err != nil {
-		return Result{State: StateRefused}, verifyError(o.Image, o.Pool, err)
-	}
-	objs, err := mcrender.LoadDir(dir)
-	if err != nil {
-		return Result{State: StateRefused}, err
-	}
-	pool, err := objs.Pool(o.Pool)
-	if err != nil {
-		return Result{State: StateRefused}, err
-	}
-	mc, err := desiredMC(pool, o.Image, "")
-	if err != nil {
-		return Result{State: StateRefused}, err
-	}
-	mc.APIVersion, mc.Kind = mcfgv1.GroupVersion.String(), "MachineConfig"
-	b, err := yaml.Marshal(mc)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := safepath.Element(mc.Name + ".yaml"); err != nil {
-		return Result{State: StateRefused}, fmt.Errorf("writing MachineConfig %q: %w", mc.Name, err)
-	}
-	if err := safepath.WriteFile(out, mc.Name+".yaml", b, 0o644); err != nil {
-		return Result{}, fmt.Errorf("writing %s: %w", mc.Name, err)
-	}
-	// No MCO here to compare with: the gate needs a cluster.
-	return Result{State: StateWritten, Gate: GateOff}, nil
-}
-
-// StateWritten: local mode wrote the MachineConfig manifest.
-const StateWritten = "Written"
 
 // report writes the timeline and the results.
 func (o *StepOptions) report(out string, res Result) error {

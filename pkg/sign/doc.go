@@ -18,4 +18,6 @@
 // It is a library: the image-sign and verify stage (pkg/signing) and the
 // stages that sign or check what they push (kmod, osimage, rollout,
 // reproduce, release, report) import it; it imports no stage package.
+// Its reuse proof (Prove, Statements, CheckOpts) lives in pkg/sign/proof,
+// which image-build imports alone so as not to link the signer.
 package sign

@@ -13,6 +13,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/dsse"
+
+	"github.com/kiln-dev/kiln/pkg/sign/proof"
 )
 
 // ownReplace is the mutate.ReplaceOp of kiln's attestations: a new run's
@@ -84,7 +86,7 @@ func (r ownReplace) ours(s oci.Signature) bool {
 	if v == nil || dsse.WrapVerifier(v).VerifySignature(bytes.NewReader(envelope), nil) != nil {
 		return false
 	}
-	st, err := statementOf(s)
+	st, err := proof.StatementOf(s)
 	return err == nil && st.PredicateType == r.predicateType
 }
 

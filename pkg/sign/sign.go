@@ -30,6 +30,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/safepath"
+	"github.com/kiln-dev/kiln/pkg/sign/proof"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/pkg/work"
 )
@@ -191,7 +192,7 @@ func publish(digest name.Digest, sv signature.Verifier, ro mutate.ReplaceOp, sig
 		}
 		// Layers over MaxAttachmentSize are dropped, unread: the node's
 		// CRI-O refuses an image whose .sig holds one.
-		if se, err = trim(se); err != nil {
+		if se, err = proof.Trim(se); err != nil {
 			return err
 		}
 		if se, err = mutate.AttachSignatureToEntity(se, sig, mutate.WithDupeDetector(dd)); err != nil {
@@ -344,13 +345,13 @@ func VerifiedStatements(ctx context.Context, r registry.Remote, image string, v 
 		}
 		d = ref.Context().Digest(desc.Digest.String())
 	}
-	atts, err := verifyAttachments(ctx, d, co)
+	atts, err := proof.VerifyAttachments(ctx, d, co)
 	if err != nil {
 		return nil, fmt.Errorf("verifying the cosign signature and attestation of %s: %w", image, err)
 	}
 	var out []intoto.Statement
 	for _, att := range atts {
-		st, err := statementOf(att)
+		st, err := proof.StatementOf(att)
 		if err != nil {
 			return nil, fmt.Errorf("reading an attestation of %s: %w", image, err)
 		}
@@ -388,28 +389,4 @@ func StatementInputs(st intoto.Statement) map[string]string {
 		}
 	}
 	return out
-}
-
-// statementOf decodes a verified attestation: a DSSE envelope whose
-// payload is the in-toto statement.
-func statementOf(att interface{ Payload() ([]byte, error) }) (intoto.Statement, error) {
-	var st intoto.Statement
-	b, err := att.Payload()
-	if err != nil {
-		return st, err
-	}
-	var env struct {
-		Payload string `json:"payload"`
-	}
-	if err := json.Unmarshal(b, &env); err != nil {
-		return st, fmt.Errorf("decoding the DSSE envelope: %w", err)
-	}
-	raw, err := base64.StdEncoding.DecodeString(env.Payload)
-	if err != nil {
-		return st, fmt.Errorf("decoding the DSSE payload: %w", err)
-	}
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return st, fmt.Errorf("decoding the in-toto statement: %w", err)
-	}
-	return st, nil
 }

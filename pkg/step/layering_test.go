@@ -26,7 +26,7 @@ const stepPath = "github.com/kiln-dev/kiln/pkg/step"
 // binary that links the library to the steps' options, and invite a cycle
 // as soon as the plumbing needs the library.
 var stepImporters = []string{
-	"bootimage", "kmod", "osimage", "render", "report", "reproduce", "rollout", "signing",
+	"bootimage", "kmod", "osimage", "prune", "render", "report", "reproduce", "rollout", "signing",
 	"trigger",
 }
 

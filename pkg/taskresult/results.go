@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/tektoncd/pipeline/pkg/result"
 
@@ -26,8 +26,12 @@ const MaxResultBytes = 4096
 // timestamp ("2006-01-02T15:04:05.000Z07:00").
 const startedAtPlaceholder = "0000-00-00T00:00:00.000+00:00"
 
-// resultName is Tekton's rule for result names (v1 ResultNameFormat).
-var resultName = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+// resultName is Tekton's rule for result names (v1 ResultNameFormat),
+// compiled on first use: every step binary links this package, and a
+// pattern compiled at init costs each process start.
+var resultName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+})
 
 // ErrResultBudget is wrapped by Results.Write when the results do not fit
 // Tekton's termination message.
@@ -58,8 +62,8 @@ func NewResults(dir string) *Results {
 // can remain is a C1 or bidi rune, and its \uNNNN form is JSON's escape of
 // the same rune.
 func (r *Results) Set(name, value string) error {
-	if !resultName.MatchString(name) {
-		return fmt.Errorf("setting result %q: name must match %s", name, resultName)
+	if !resultName().MatchString(name) {
+		return fmt.Errorf("setting result %q: name must match %s", name, resultName())
 	}
 	r.values[name] = termsafe.Escape(value)
 	return nil
@@ -112,10 +116,14 @@ func (r *Results) Write() error {
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return fmt.Errorf("writing results: %w", err)
 	}
+	files := map[string][]byte{}
 	for _, n := range r.Names() {
-		if err := safepath.WriteFileAtomic(filepath.Join(r.dir, n), []byte(r.values[n]), 0o644); err != nil {
-			return fmt.Errorf("writing result %s: %w", n, err)
-		}
+		files[n] = []byte(r.values[n])
+	}
+	// One batch: each result is synced before it replaces the old one, as
+	// alone, but the syncs of all of them cost about one.
+	if err := safepath.WriteFilesAtomic(r.dir, files, 0o644); err != nil {
+		return fmt.Errorf("writing results: %w", err)
 	}
 	return nil
 }

@@ -37,7 +37,8 @@ func pauseImage(t testing.TB) (string, error) {
 
 // StepsImage is the kiln-steps image the e2e's pipelines run, made by
 // pkg/release/build as `make images` makes it: kiln-steps at /ko-app/kiln-steps
-// on the Debian rootfs of hack/stepsbase.sh, which has the buildah CLI
+// and kiln-image-build beside it, which the image-build Task runs, on the
+// Debian rootfs of hack/stepsbase.sh, which has the buildah CLI
 // that image-build's buildah path and kmod-build call, run as root
 // (buildah needs it; the Tasks that call it are privileged). It returns
 // the docker tarball and the image's tag.
@@ -70,11 +71,11 @@ func StepsBase(t testing.TB) string {
 func StepsReleaseImage(t testing.TB) v1.Image {
 	t.Helper()
 	base := StepsBase(t)
-	bin, err := build.BuildBinary(t.Context(), RepoRoot(), "./cmd/kiln-steps", t.TempDir(), build.StepsName, hostPlatform())
+	bins, err := build.BuildStepsBinaries(t.Context(), RepoRoot(), t.TempDir(), hostPlatform())
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := build.StepsImage(base, bin, hostPlatform())
+	img, err := build.StepsImage(base, bins, hostPlatform())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,6 +121,7 @@ func TestRBACMatchesSteps(t *testing.T) {
 			}},
 		{task: "kiln-kmod-build", run: func(t *testing.T, kc string) { kmodBuildStage(t, e, kc) }},
 		{task: "kiln-kmod-sign", run: func(t *testing.T, kc string) { kmodSignStage(t, e, kc) }},
+		{task: "kiln-prune", run: func(t *testing.T, kc string) { pruneStage(t, e, kc) }},
 	}
 	for _, s := range stages {
 		t.Run(s.task, func(t *testing.T) {

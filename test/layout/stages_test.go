@@ -13,7 +13,7 @@ import (
 )
 
 // stages are the pipeline's stage packages, under pkg/.
-var stages = []string{"render", "kmod", "osimage", "signing", "rollout", "bootimage", "reproduce", "report"}
+var stages = []string{"render", "kmod", "osimage", "signing", "rollout", "bootimage", "reproduce", "report", "prune"}
 
 // buildTags are the tags kiln is built with (Makefile TAGS): the import
 // graph is the one of the binaries.

@@ -1,5 +1,5 @@
 // Command gen writes the command reference, one Markdown page per command
-// of kiln-steps and the trigger plus an index with the exit codes, into
+// of kiln-steps, the trigger and kiln-image-build plus an index with the exit codes, into
 // docs/cli/ (cmd/cli.WriteDocs), and removes pages of commands that no
 // longer exist; cmd/cli's TestDocsCLICurrent fails until it ran.
 //

@@ -34,7 +34,7 @@ type BuildOptions struct {
 	WorkDir string
 }
 
-// Build builds both binaries and both images.
+// Build builds the binaries and both images.
 func Build(ctx context.Context, o BuildOptions) (Images, string, error) {
 	dir := o.WorkDir
 	if dir == "" {
@@ -47,7 +47,7 @@ func Build(ctx context.Context, o BuildOptions) (Images, string, error) {
 	if err != nil {
 		return Images{}, dir, err
 	}
-	steps, err := BuildBinary(ctx, o.Root, "./cmd/kiln-steps", dir, StepsName, o.Platform)
+	steps, err := BuildStepsBinaries(ctx, o.Root, dir, o.Platform)
 	if err != nil {
 		return Images{}, dir, err
 	}

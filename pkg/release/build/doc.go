@@ -7,7 +7,9 @@
 // /ko-app/<name> as the entrypoint. kiln-trigger has no base and runs as
 // 65532 (config/'s Deployment sets runAsNonRoot); kiln-steps is laid on
 // hack/stepsbase.sh's Debian rootfs, which has the buildah CLI the
-// buildah paths call, and runs as root. No layer or config carries a
+// buildah paths call, and runs as root, with kiln-image-build beside it
+// in /ko-app (the image-build Task's command: that stage alone, which
+// starts faster). No layer or config carries a
 // timestamp, the binaries are built with -trimpath, and the base tarball
 // is used as it is, so one checkout and one base give one digest.
 package build

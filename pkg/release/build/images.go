@@ -21,6 +21,10 @@ import (
 const (
 	TriggerName = "kiln-trigger"
 	StepsName   = "kiln-steps"
+	// ImageBuildName is the image-build stage's own binary, shipped in
+	// the steps image beside kiln-steps: it links no other stage, so the
+	// image-build step's process starts faster.
+	ImageBuildName = "kiln-image-build"
 	// UpstreamRepository is where config/ and tasks/ name both images.
 	UpstreamRepository = "ghcr.io/kiln-dev"
 	// NonRootUser is ko's default user of a base-less image (distroless's
@@ -69,15 +73,28 @@ func BuildBinary(ctx context.Context, root, pkg, dir, name string, p Platform) (
 // p, run as user ("" keeps the base's: root for a rootfs). PATH starts
 // with /ko-app, as ko sets it.
 func AppImage(base v1.Image, bin, user string, p Platform) (v1.Image, error) {
-	data, err := readBinary(bin)
-	if err != nil {
-		return nil, err
+	return appImage(base, []string{bin}, user, p)
+}
+
+// appImage lays bins in one layer at /ko-app/<name>, in order, the first
+// as the entrypoint. One binary gives the layer AppImage always gave, so
+// kiln-trigger's digest does not change.
+func appImage(base v1.Image, bins []string, user string, p Platform) (v1.Image, error) {
+	headers := []*tar.Header{{Name: "ko-app/", Typeflag: tar.TypeDir, Mode: 0o755}}
+	data := map[string][]byte{}
+	for _, bin := range bins {
+		b, err := readBinary(bin)
+		if err != nil {
+			return nil, err
+		}
+		app := "ko-app/" + filepath.Base(bin)
+		if _, dup := data[app]; dup {
+			return nil, fmt.Errorf("reading binary %s: a binary named %s is already in the layer", bin, filepath.Base(bin))
+		}
+		headers = append(headers, &tar.Header{Name: app, Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(b))})
+		data[app] = b
 	}
-	app := "ko-app/" + filepath.Base(bin)
-	layer, err := TarLayer([]*tar.Header{
-		{Name: "ko-app/", Typeflag: tar.TypeDir, Mode: 0o755},
-		{Name: app, Typeflag: tar.TypeReg, Mode: 0o755, Size: int64(len(data))},
-	}, map[string][]byte{app: data})
+	layer, err := TarLayer(headers, data)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +104,7 @@ func AppImage(base v1.Image, bin, user string, p Platform) (v1.Image, error) {
 	}
 	return EditConfig(img, func(cf *v1.ConfigFile) {
 		cf.OS, cf.Architecture = p.OS, p.Arch
-		cf.Config.Entrypoint = []string{"/" + app}
+		cf.Config.Entrypoint = []string{"/" + headers[1].Name}
 		cf.Config.User = user
 		cf.Config.Env = []string{"PATH=/ko-app:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	})
@@ -112,11 +129,34 @@ func TriggerImage(bin string, p Platform) (v1.Image, error) {
 	return AppImage(empty.Image, bin, NonRootUser, p)
 }
 
+// StepsBinaries are the binaries of the steps image: kiln-steps, its
+// entrypoint, and kiln-image-build, which the image-build Task runs.
+type StepsBinaries struct {
+	Steps, ImageBuild string
+}
+
+// BuildStepsBinaries builds kiln-steps and kiln-image-build into dir for p.
+func BuildStepsBinaries(ctx context.Context, root, dir string, p Platform) (StepsBinaries, error) {
+	steps, err := BuildBinary(ctx, root, "./cmd/"+StepsName, dir, StepsName, p)
+	if err != nil {
+		return StepsBinaries{}, err
+	}
+	imageBuild, err := BuildBinary(ctx, root, "./cmd/"+ImageBuildName, dir, ImageBuildName, p)
+	if err != nil {
+		return StepsBinaries{}, err
+	}
+	return StepsBinaries{Steps: steps, ImageBuild: imageBuild}, nil
+}
+
 // StepsImage is kiln-steps' image: the steps base tarball (a rootfs, as
-// hack/stepsbase.sh writes it) as one layer, then bin. buildah in a pod
-// isolates RUN steps with chroot, as the upstream buildah images do: runc
-// inside runc needs a cgroup setup a pod does not have.
-func StepsImage(base, bin string, p Platform) (v1.Image, error) {
+// hack/stepsbase.sh writes it) as one layer, then one layer with both
+// binaries, kiln-steps as the entrypoint. buildah in a pod isolates RUN
+// steps with chroot, as the upstream buildah images do: runc inside runc
+// needs a cgroup setup a pod does not have.
+func StepsImage(base string, bins StepsBinaries, p Platform) (v1.Image, error) {
+	if filepath.Base(bins.Steps) != StepsName || filepath.Base(bins.ImageBuild) != ImageBuildName {
+		return nil, fmt.Errorf("building the steps image: binaries %s and %s must be named %s and %s", bins.Steps, bins.ImageBuild, StepsName, ImageBuildName)
+	}
 	if fi, err := os.Lstat(base); err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("reading the steps base %s (run bash hack/stepsbase.sh): not a regular file", base)
 	}
@@ -128,7 +168,7 @@ func StepsImage(base, bin string, p Platform) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	if img, err = AppImage(img, bin, "", p); err != nil {
+	if img, err = appImage(img, []string{bins.Steps, bins.ImageBuild}, "", p); err != nil {
 		return nil, err
 	}
 	return EditConfig(img, func(cf *v1.ConfigFile) {
