@@ -31,7 +31,7 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 		"rollout":     {"ROLLOUT_STATE": "Done", "UPDATED_NODES": "3"},
 		"bootimages":  {"MACHINESETS_PATCHED": "0", "MACHINESETS_SKIPPED": "0"},
 		"reproduce":   {"REPRODUCED": "true", "DIFF": "identical"},
-		"kmod-build":  {"KMOD_IMAGE_URL": "registry.local/kmod", "KMOD_IMAGE_DIGEST": digest, "REUSE_REJECTED": ""},
+		"kmod-build":  {"KMOD_IMAGE_URL": "registry.local/kmod", "KMOD_IMAGE_DIGEST": digest, "REUSED": "false", "REUSE_REJECTED": ""},
 	}
 	// An upgrade-ahead run's target release: its base OS, extensions and
 	// driver-toolkit images by digest.
@@ -92,16 +92,17 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 		name: "no target release renders and builds kmods on the running release", kmod: true, bootImages: "false", status: "Completed",
 		tasks: map[string]string{"render": StateSucceeded, "kmod-build": StateSucceeded, "image-build": StateSucceeded},
 		calls: []string{"render --pool=worker --source=dir:/m --fetch-timeout=30s --os-image= --extensions-image= --release-version= ",
-			"kmod-build --pool=worker", "--os-image= --dtk-image= "},
+			"kmod-build --pool=worker", "--os-image= --dtk-image= --rebuild=false --target-release= "},
 	}, {
 		// An upgrade-ahead run: render renders for the target release (its
 		// base becomes BASE_IMAGE, which image-build layers on) and
-		// kmod-build builds on its OS and driver-toolkit.
+		// kmod-build builds on its OS and driver-toolkit, for the target
+		// kernel's tag (--target-release).
 		name: "target release images reach render and kmod-build", kmod: true, rollout: "false", bootImages: "false", status: "Completed",
 		params: map[string]string{"target-release": "4.19.1", "os-image": targetOS, "extensions-image": targetExt, "dtk-image": targetDTK},
 		tasks:  map[string]string{"render": StateSucceeded, "kmod-build": StateSucceeded, "image-build": StateSucceeded, "rollout": StateSkipped},
 		calls: []string{"render --pool=worker --source=dir:/m --fetch-timeout=30s --os-image=" + targetOS + " --extensions-image=" + targetExt + " --release-version=4.19.1 ",
-			"kmod-build --pool=worker", "--os-image=" + targetOS + " --dtk-image=" + targetDTK + " ", "image-build"},
+			"kmod-build --pool=worker", "--os-image=" + targetOS + " --dtk-image=" + targetDTK + " --rebuild=false --target-release=4.19.1 ", "image-build"},
 	}}
 	ctx := context.Background()
 	tasks, err := LoadTasks(ctx, "../../tasks")
