@@ -197,6 +197,9 @@ func (c *Controller) syncAhead(ctx context.Context, pool *mcfgv1.MachineConfigPo
 	if err := c.publishReadiness(ctx, name, cv, runs, wants); err != nil {
 		return err
 	}
+	if err := c.syncPins(ctx, pool, name, cv, runs, wants); err != nil {
+		return fail(ReasonStaging, err)
+	}
 	for _, want := range wants {
 		if want.err != nil && runOf(runs, want.sum) == nil {
 			return &retryAhead{after: c.registriesRetry()}
