@@ -200,6 +200,9 @@ func (c *Controller) syncAhead(ctx context.Context, pool *mcfgv1.MachineConfigPo
 	if err := c.syncPins(ctx, pool, name, cv, runs, wants); err != nil {
 		return fail(ReasonStaging, err)
 	}
+	if err := c.syncStatus(ctx, name, statusLines(name, runs, wants)); err != nil {
+		return fail(ReasonRuns, err)
+	}
 	for _, want := range wants {
 		if want.err != nil && runOf(runs, want.sum) == nil {
 			return &retryAhead{after: c.registriesRetry()}
