@@ -118,8 +118,8 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	if reuse.Proven {
-		p.Printf("ModuleDay0 %s/%s: %s is %s, attested for these inputs, its %d module(s) signed by %q; nothing to sign",
-			md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, reuse.Digest, len(reuse.Signed), signer.Certificate().Subject.CommonName)
+		p.Printf("ModuleDay0 %s/%s: %s, attested for these inputs, its %d module(s) signed by %q; nothing to sign",
+			md.Namespace, md.Name, reuse.Image, len(reuse.Signed), signer.Certificate().Subject.CommonName)
 		rep := work.KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: sin.kernel, Signed: reuse.Signed, Inputs: &sin.inputs, Reused: true}
 		return writeKmodResults(o.Options, ws, work.KmodSignFile, rep)
 	}
