@@ -4,6 +4,7 @@ go 1.25.6
 
 require (
 	github.com/BurntSushi/toml v1.5.0
+	github.com/blang/semver/v4 v4.0.0
 	github.com/clarketm/json v1.17.1
 	github.com/coreos/go-systemd/v22 v22.6.0
 	github.com/coreos/ign-converter v0.0.0-20230417193809-cee89ea7d8ff
@@ -86,7 +87,6 @@ require (
 	github.com/awslabs/amazon-ecr-credential-helper/ecr-login v0.10.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver v3.5.1+incompatible // indirect
-	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/blendle/zapdriver v1.3.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

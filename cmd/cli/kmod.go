@@ -25,7 +25,7 @@ Secret name by the apiserver's rules and each file inside its Secret's folder.
 
 Reads:   work/render/moduleday0.json, the payload (cluster, or --os-image/--dtk-image)
 Writes:  work/kmod/build.json
-Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (unsigned when kmod-sign follows), REUSE_REJECTED`,
+Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (unsigned when kmod-sign follows), REUSED, REUSE_REJECTED`,
 		Example: `  kiln-steps kmod-build --pool infra --source dir:examples/cluster --work /tmp/work --results-dir /tmp/results \
     --os-image quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:<digest> --public-key keys/cosign.pub`,
 		Runner: o,
@@ -36,6 +36,7 @@ Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (unsigned when kmod-sign follows), RE
 			fs.StringVar(&o.OSImage, "os-image", o.OSImage, "OS_AUTO: the payload's rhel-coreos image (default: ConfigMap machine-config-osimageurl)")
 			fs.StringVar(&o.DTKImage, "dtk-image", o.DTKImage, "DTK_AUTO: the payload's driver-toolkit image (default: the driver-toolkit tag of ClusterVersion status.desired.image)")
 			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "build even when containerImage exists (a cluster upgrade to a new kernel; set by the trigger)")
+			fs.StringVar(&o.TargetRelease, "target-release", o.TargetRelease, "the release an upgrade-ahead run prepares: push to the target kernel's tag of the build target, never its own tag (set by the trigger)")
 			fs.StringVar(&o.SecretsDir, "build-secrets-dir", o.SecretsDir, "folder with one sub-folder per build.secrets Secret")
 			fs.StringVar(&o.Buildah.Bin, "buildah", o.Buildah.Bin, "buildah binary")
 			base.BindIdentity(fs, &o.Identity)
@@ -65,6 +66,7 @@ Writes:  the ModuleDay0's status (with --source dir:, the ModuleDay0 with that s
 			bindKube(fs, &o.KubeOptions)
 			base.BindRegistry(fs, env, &o.RegistryOptions)
 			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "the value kmod-build was given (the same build target)")
+			fs.StringVar(&o.TargetRelease, "target-release", o.TargetRelease, "the value kmod-build was given: an upgrade-ahead image is not recorded in the ModuleDay0's status")
 			bindAttest(fs, env, &o.Attest)
 		},
 	})
@@ -85,7 +87,7 @@ inputs and every module carries a signature by the current certificate.
 Reads:   work/render/moduleday0.json, work/kmod/build.json (when kmod-build ran)
 Writes:  work/kmod/sign.json; the ModuleDay0's status (with --source dir:, the ModuleDay0 with that
          status in work/kmod/manifests/moduleday0s/<namespace>_<name>.yaml)
-Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (signed modules), REUSE_REJECTED`,
+Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (signed modules), REUSED, REUSE_REJECTED`,
 		Example: `  kiln-steps kmod-sign --pool infra --source dir:examples/cluster --work /tmp/work --results-dir /tmp/results \
     --module-cert keys/kmod.crt --module-key keys/kmod.key --key keys/cosign.key --public-key keys/cosign.pub`,
 		Runner: o,
@@ -97,6 +99,7 @@ Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (signed modules), REUSE_REJECTED`,
 			fs.StringVar(&o.KeyFile, "module-key", o.KeyFile, `kernel-module signing key (sign.keySecret, key "key")`)
 			fs.StringVar(&o.Hash, "hash", o.Hash, "module signature hash: sha256, sha384 or sha512")
 			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "sign even when containerImage exists (a cluster upgrade to a new kernel; set by the trigger)")
+			fs.StringVar(&o.TargetRelease, "target-release", o.TargetRelease, "the release an upgrade-ahead run prepares: push to the target kernel's tag of containerImage, never containerImage's own tag (set by the trigger)")
 			base.BindIdentity(fs, &o.Identity)
 			bindAttest(fs, env, &o.Attest)
 		},

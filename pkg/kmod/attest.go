@@ -32,7 +32,11 @@ type AttestOptions struct {
 	kube.KubeOptions
 	// Rebuild is kmod-build's --rebuild: it picks the same build target.
 	Rebuild bool
-	Attest  sign.AttestOptions
+	// TargetRelease is kmod-build's --target-release: an upgrade-ahead
+	// image is attested but not recorded in the ModuleDay0's status, which
+	// describes containerImage, the image the running pool uses.
+	TargetRelease string
+	Attest        sign.AttestOptions
 }
 
 // DefaultAttestOptions returns kmod-attest's options with their defaults.
@@ -42,7 +46,7 @@ func DefaultAttestOptions() *AttestOptions {
 
 // Validate reports every bad flag at once.
 func (o *AttestOptions) Validate() error {
-	return exitcode.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Attest.Validate())
+	return exitcode.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Attest.Validate(), validTargetRelease(o.TargetRelease))
 }
 
 // Run signs and attests kmod-build's image, unless kmod-build reused a
@@ -78,6 +82,10 @@ func (o *AttestOptions) Run(ctx context.Context, s step.Streams) error {
 	}
 	if err := attest(ctx, r, o.Attest, rep.Image, *rep.Inputs, p); err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
+	if o.TargetRelease != "" {
+		p.Printf("ModuleDay0 %s/%s: built ahead for release %s; its status keeps describing containerImage", md.Namespace, md.Name, o.TargetRelease)
+		return nil
 	}
 	c, err := newClient(&o.KubeOptions, ws)
 	if err != nil {

@@ -62,6 +62,10 @@ type BuildOptions struct {
 	OSImage, DTKImage string
 	// Rebuild builds even when containerImage exists (the day-0 proposal's "Cluster upgrade").
 	Rebuild bool
+	// TargetRelease, set on upgrade-ahead runs, is the release they prepare:
+	// the image goes to the target kernel's ahead tag (AheadRef), never to
+	// the tag the running pool uses.
+	TargetRelease string
 	// SecretsDir holds one folder per build secret (a mounted Secret).
 	SecretsDir string
 	// Buildah runs the build; tests give it their private storage.
@@ -85,7 +89,7 @@ func DefaultBuildOptions() *BuildOptions {
 // Validate reports every bad flag at once.
 func (o *BuildOptions) Validate() error {
 	return exitcode.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(),
-		imageref.ValidRef("os-image", o.OSImage), imageref.ValidRef("dtk-image", o.DTKImage))
+		imageref.ValidRef("os-image", o.OSImage), imageref.ValidRef("dtk-image", o.DTKImage), validTargetRelease(o.TargetRelease))
 }
 
 // Run builds the ModuleDay0's Dockerfile and pushes the unsigned (or
@@ -150,26 +154,19 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	var reuse Reuse
-	if o.Rebuild {
-		p.Printf("ModuleDay0 %s/%s: cluster upgrade: %s", md.Namespace, md.Name, plan.Reason)
-	} else {
-		// The day-0 proposal builds only when containerImage does not exist. kiln
-		// reuses the image only when it can prove it built it from these
-		// very inputs: an attestation, signed by kiln's identity, over the
-		// digest at the build target (containerImage, or the unsigned image
-		// when kmod-sign follows; containerImage then carries kmod-sign's
-		// attestation). Anything else sitting there, whatever its tag or
-		// labels say, is rebuilt over.
-		if reuse, err = proveAt(ctx, r, plan.BuildTarget, id, bi.inputs); err != nil {
-			return fmt.Errorf("ModuleDay0 %s/%s: checking %s: %w", md.Namespace, md.Name, plan.BuildTarget, err)
-		}
-		if reuse.Proven {
-			p.Printf("ModuleDay0 %s/%s: %s is %s, attested by %s for these inputs; reused", md.Namespace, md.Name, plan.BuildTarget, reuse.Digest, id)
-			rep := work.KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: bi.kernel, Inputs: &bi.inputs, Reused: true}
-			return writeKmodResults(o.Options, ws, work.KmodBuildFile, rep)
-		}
-		reuse.reject(p, "")
+	pushTo, err := pushPlace(o.TargetRelease, plan.BuildTarget, bi.kernel)
+	if err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
+	reuse, err := o.reuse(ctx, r, md, plan, pushTo, bi, id, p)
+	if err != nil {
+		return err
+	}
+	if reuse.Proven {
+		rep := work.KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: bi.kernel, Inputs: &bi.inputs, Reused: true}
+		return writeKmodResults(o.Options, ws, work.KmodBuildFile, rep)
+	}
+	if !o.Rebuild {
 		p.Printf("ModuleDay0 %s/%s: %s", md.Namespace, md.Name, plan.Reason)
 	}
 	dir, err := os.MkdirTemp("", "kiln-kmod-build-")
@@ -177,11 +174,11 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	b, err := kmodbuild.UnsignedBud(dir, dockerfile, bi.args, secrets, plan.BuildTarget, bi.kernel)
+	b, err := kmodbuild.UnsignedBud(dir, dockerfile, bi.args, secrets, pushTo, bi.kernel)
 	if err != nil {
 		return err
 	}
-	p.Printf("building %s for kernel %s, %s (OS_AUTO %s, DTK_AUTO %s)", plan.BuildTarget, bi.kernel, bi.why, bi.args[kmodbuild.ArgOSAuto], bi.args[kmodbuild.ArgDTKAuto])
+	p.Printf("building %s for kernel %s, %s (OS_AUTO %s, DTK_AUTO %s)", pushTo, bi.kernel, bi.why, bi.args[kmodbuild.ArgOSAuto], bi.args[kmodbuild.ArgDTKAuto])
 	// A kernel module build compiles for minutes: one line per Dockerfile
 	// instruction shows where it is (Printf escapes the Dockerfile's text).
 	b.OnStep = func(line string) { p.Printf("%s", clipStep(line)) }
@@ -189,7 +186,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: Dockerfile of ConfigMap %q: %w", md.Namespace, md.Name, build.DockerfileConfigMap.Name, err)
 	}
-	ref, err := r.ParseRef(plan.BuildTarget)
+	ref, err := r.ParseRef(pushTo)
 	if err != nil {
 		return err
 	}
@@ -197,6 +194,57 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 		Inputs: &bi.inputs, ReuseRejected: reuse.Rejected}
 	p.Printf("pushed %s; kmod-attest signs it and attests its build inputs", rep.Image)
 	return writeKmodResults(o.Options, ws, work.KmodBuildFile, rep)
+}
+
+// reuse decides whether something already made stands in for the build.
+// The day-0 proposal builds only when containerImage does not exist. kiln
+// reuses the image only when it can prove it built it from these very
+// inputs: an attestation, signed by kiln's identity, over the digest at
+// the build target (containerImage, or the unsigned image when kmod-sign
+// follows; containerImage then carries kmod-sign's attestation). Anything
+// else sitting there, whatever its tag or labels say, is rebuilt over.
+//
+// An upgrade-ahead run looks only at its own place (pushTo, the ahead
+// tag). Any other run looks at the build target (not on --rebuild: what
+// sits there was made for the kernel the cluster leaves) and then at the
+// ahead tag of its kernel, which it adopts when proven.
+func (o *BuildOptions) reuse(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, plan Plan, pushTo string, bi buildInputs, id trust.Identity, p *step.Progress) (Reuse, error) {
+	wrap := func(err error) error { return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err) }
+	if o.TargetRelease != "" {
+		u, err := proveAt(ctx, r, pushTo, id, bi.inputs)
+		if err != nil {
+			return Reuse{}, wrap(fmt.Errorf("checking %s: %w", pushTo, err))
+		}
+		if u.Proven {
+			p.Printf("ModuleDay0 %s/%s: %s is %s, attested by %s for these inputs (release %s); reused", md.Namespace, md.Name, pushTo, u.Digest, id, o.TargetRelease)
+		}
+		u.reject(p, "")
+		return u, nil
+	}
+	var u Reuse
+	if o.Rebuild {
+		p.Printf("ModuleDay0 %s/%s: cluster upgrade: %s", md.Namespace, md.Name, plan.Reason)
+	} else {
+		var err error
+		if u, err = proveAt(ctx, r, plan.BuildTarget, id, bi.inputs); err != nil {
+			return Reuse{}, wrap(fmt.Errorf("checking %s: %w", plan.BuildTarget, err))
+		}
+		if u.Proven {
+			p.Printf("ModuleDay0 %s/%s: %s is %s, attested by %s for these inputs; reused", md.Namespace, md.Name, plan.BuildTarget, u.Digest, id)
+			return u, nil
+		}
+		u.reject(p, "")
+	}
+	a, err := adoptAhead(ctx, r, plan.BuildTarget, bi.kernel, id, bi.inputs, p)
+	if err != nil {
+		return Reuse{}, wrap(err)
+	}
+	if a.Proven {
+		return a, nil
+	}
+	a.reject(p, "")
+	u.Rejected = joinRejected(u.Rejected, a.Rejected)
+	return u, nil
 }
 
 // buildInputs are a kmod build's arguments and what they are made of, all

@@ -72,6 +72,11 @@ type fixture struct {
 	md                         *kmmv1beta1.ModuleDay0
 	kubeconfig                 string // set: objects come from the cluster
 	buildahEnv                 []string
+	// buildahBin, when set, is the buildah binary (a missing one proves
+	// a run built nothing).
+	buildahBin string
+	// targetRelease is --target-release: set, the run is upgrade-ahead.
+	targetRelease string
 	// cosign is kiln's signing identity: cosign.key, cosign.password and
 	// cosign.pub, as the signing-key and public-key workspaces mount them.
 	cosign string
@@ -188,8 +193,8 @@ func (f *fixture) build(t *testing.T, out io.Writer) error {
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{f.reg.Host}},
 		KubeOptions:     kube.KubeOptions{Source: "dir:" + f.manifests},
 		OSImage:         f.osImage, DTKImage: f.dtkImage, SecretsDir: f.secrets,
-		Buildah:  buildah.Buildah{Env: f.buildahEnv},
-		Identity: f.identity(),
+		Buildah:  buildah.Buildah{Bin: f.buildahBin, Env: f.buildahEnv},
+		Identity: f.identity(), TargetRelease: f.targetRelease,
 	}
 	if f.kubeconfig != "" {
 		o.KubeOptions = kube.KubeOptions{Source: "cluster", Kubeconfig: f.kubeconfig}
@@ -198,7 +203,8 @@ func (f *fixture) build(t *testing.T, out io.Writer) error {
 		return err
 	}
 	// The Task's second step: the only one that holds the cosign key.
-	a := &kmod.AttestOptions{Options: o.Options, RegistryOptions: o.RegistryOptions, KubeOptions: o.KubeOptions, Attest: f.attest()}
+	a := &kmod.AttestOptions{Options: o.Options, RegistryOptions: o.RegistryOptions, KubeOptions: o.KubeOptions, Attest: f.attest(),
+		TargetRelease: f.targetRelease}
 	return a.Run(t.Context(), step.Streams{Out: out, Err: out})
 }
 
@@ -209,7 +215,7 @@ func (f *fixture) sign(t *testing.T, out io.Writer) error {
 		RegistryOptions: registry.RegistryOptions{Insecure: []string{f.reg.Host}},
 		KubeOptions:     kube.KubeOptions{Source: "dir:" + f.manifests},
 		CertFile:        f.certFile, KeyFile: f.keyFile, Hash: "sha256",
-		Identity: f.identity(), Attest: f.attest(),
+		Identity: f.identity(), Attest: f.attest(), TargetRelease: f.targetRelease,
 	}
 	if f.kubeconfig != "" {
 		o.KubeOptions = kube.KubeOptions{Source: "cluster", Kubeconfig: f.kubeconfig}

@@ -36,6 +36,10 @@ type SignOptions struct {
 	Hash              string
 	// Rebuild signs even when containerImage exists (the day-0 proposal's "Cluster upgrade").
 	Rebuild bool
+	// TargetRelease, set on upgrade-ahead runs, is the release they prepare:
+	// the signed image goes to the kernel's ahead tag of containerImage
+	// (AheadRef), never to containerImage's own tag.
+	TargetRelease string
 	// Identity proves reuse; Attest signs and attests what is pushed.
 	Identity step.IdentityOptions
 	Attest   sign.AttestOptions
@@ -64,7 +68,8 @@ func (o *SignOptions) Validate() error {
 	if _, ok := modsign.Hashes[o.Hash]; !ok {
 		hash = fmt.Errorf("--hash %q: want sha256, sha384 or sha512", o.Hash)
 	}
-	return exitcode.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(), o.Attest.Validate(), hash)
+	return exitcode.ValidationErrors(o.Options.Validate(), o.KubeOptions.Validate(), o.Identity.Validate(), o.Attest.Validate(), hash,
+		validTargetRelease(o.TargetRelease))
 }
 
 // Run signs the ModuleDay0's modules and pushes containerImage.
@@ -104,26 +109,21 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	var reuse Reuse
-	if !o.Rebuild {
-		// The day-0 proposal signs only when containerImage does not exist. kiln
-		// reuses it only when it proves it signed it: kiln's attestation
-		// for these inputs (this unsigned digest, this certificate) AND
-		// every filesToSign module in it signed by the current
-		// certificate. An unsigned image pushed to the tag, or modules
-		// signed with a rotated-out key, are signed again.
-		if reuse, err = o.reusable(ctx, r, md, sin, signer.Certificate()); err != nil {
-			return err
-		}
-		if reuse.Proven {
-			p.Printf("ModuleDay0 %s/%s: containerImage %s is %s, attested for these inputs, its %d module(s) signed by %q; nothing to sign",
-				md.Namespace, md.Name, md.Spec.OSMapping.ContainerImage, reuse.Digest, len(reuse.Signed), signer.Certificate().Subject.CommonName)
-			rep := work.KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: sin.kernel, Signed: reuse.Signed, Inputs: &sin.inputs, Reused: true}
-			return writeKmodResults(o.Options, ws, work.KmodSignFile, rep)
-		}
-		reuse.reject(p, "")
+	pushTo, err := pushPlace(o.TargetRelease, md.Spec.OSMapping.ContainerImage, sin.kernel)
+	if err != nil {
+		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
-	in, err := signInput(ctx, r, sin.source.String(), md)
+	reuse, err := o.reuse(ctx, r, md, sin, signer.Certificate(), pushTo, p)
+	if err != nil {
+		return err
+	}
+	if reuse.Proven {
+		p.Printf("ModuleDay0 %s/%s: %s, attested for these inputs, its %d module(s) signed by %q; nothing to sign",
+			md.Namespace, md.Name, reuse.Image, len(reuse.Signed), signer.Certificate().Subject.CommonName)
+		rep := work.KmodReport{Image: reuse.Image, Digest: reuse.Digest, Kernel: sin.kernel, Signed: reuse.Signed, Inputs: &sin.inputs, Reused: true}
+		return writeKmodResults(o.Options, ws, work.KmodSignFile, rep)
+	}
+	in, err := signInput(ctx, r, sin.source.String(), pushTo, md)
 	if err != nil {
 		return err
 	}
@@ -148,6 +148,10 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 		Inputs: &sin.inputs, ReuseRejected: reuse.Rejected, Placement: res.Placement}
 	if err := writeKmodResults(o.Options, ws, work.KmodSignFile, rep); err != nil {
 		return err
+	}
+	if o.TargetRelease != "" {
+		p.Printf("ModuleDay0 %s/%s: signed ahead for release %s; its status keeps describing containerImage", md.Namespace, md.Name, o.TargetRelease)
+		return nil
 	}
 	c, err := newClient(&o.KubeOptions, ws)
 	if err != nil {
@@ -192,14 +196,62 @@ func (o *SignOptions) inputs(ctx context.Context, r registry.Remote, md *kmmv1be
 	return signInputs{source: d, kernel: kver, inputs: in}, nil
 }
 
-// reusable proves what sits at containerImage and then checks each module
-// filesToSign names in it against the current certificate.
-func (o *SignOptions) reusable(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, sin signInputs, cert *x509.Certificate) (Reuse, error) {
+// reuse decides whether a signed image already made stands in for
+// signing. The day-0 proposal signs only when containerImage does not
+// exist. kiln reuses it only when it proves it signed it: kiln's
+// attestation for these inputs (this unsigned digest, this certificate)
+// AND every filesToSign module in it signed by the current certificate.
+// An unsigned image pushed to the tag, or modules signed with a
+// rotated-out key, are signed again.
+//
+// An upgrade-ahead run looks only at its own place (pushTo, the ahead
+// tag). Any other run looks at containerImage (not on --rebuild) and then
+// at the ahead tag of its kernel, which it adopts when proven.
+func (o *SignOptions) reuse(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, sin signInputs, cert *x509.Certificate, pushTo string, p *step.Progress) (Reuse, error) {
 	target := md.Spec.OSMapping.ContainerImage
 	id, err := o.Identity.Files().Load()
 	if err != nil {
 		return Reuse{}, fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
+	if o.TargetRelease != "" {
+		u, err := o.reusableAt(ctx, r, md, pushTo, id, sin, cert)
+		if err == nil {
+			u.reject(p, "")
+		}
+		return u, err
+	}
+	var u Reuse
+	if !o.Rebuild {
+		if u, err = o.reusableAt(ctx, r, md, target, id, sin, cert); err != nil || u.Proven {
+			return u, err
+		}
+		u.reject(p, "")
+	}
+	at, err := AheadRef(target, sin.kernel)
+	if err != nil {
+		return Reuse{}, fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+	}
+	a, err := o.reusableAt(ctx, r, md, at, id, sin, cert)
+	if err != nil {
+		return Reuse{}, err
+	}
+	if a.Proven {
+		if a, err = promote(ctx, r, target, at, a, p); err != nil {
+			return Reuse{}, fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
+		}
+		if a.Proven {
+			return a, nil
+		}
+	}
+	a.reject(p, "")
+	u.Rejected = joinRejected(u.Rejected, a.Rejected)
+	return u, nil
+}
+
+// reusableAt proves what sits at target (containerImage or its ahead tag)
+// and then checks each module filesToSign names in it against the current
+// certificate.
+func (o *SignOptions) reusableAt(ctx context.Context, r registry.Remote, md *kmmv1beta1.ModuleDay0, target string, id trust.Identity, sin signInputs, cert *x509.Certificate) (Reuse, error) {
 	u, err := proveAt(ctx, r, target, id, sin.inputs)
 	if err != nil {
 		return Reuse{}, fmt.Errorf("ModuleDay0 %s/%s: checking spec.osMapping.containerImage %s: %w", md.Namespace, md.Name, target, err)
@@ -268,14 +320,14 @@ func (o *SignOptions) source(ws work.Workspace, md *kmmv1beta1.ModuleDay0) (stri
 	return "", fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.sign.unsignedImage is empty and kmod-build did not run", md.Namespace, md.Name)
 }
 
-func signInput(ctx context.Context, r registry.Remote, src string, md *kmmv1beta1.ModuleDay0) (modsign.SignImageInput, error) {
+func signInput(ctx context.Context, r registry.Remote, src, pushTo string, md *kmmv1beta1.ModuleDay0) (modsign.SignImageInput, error) {
 	srcRef, err := r.ParseRef(src)
 	if err != nil {
 		return modsign.SignImageInput{}, err
 	}
-	dstRef, err := r.ParseRef(md.Spec.OSMapping.ContainerImage)
+	dstRef, err := r.ParseRef(pushTo)
 	if err != nil {
-		return modsign.SignImageInput{}, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage: %w", md.Namespace, md.Name, err)
+		return modsign.SignImageInput{}, fmt.Errorf("ModuleDay0 %s/%s: spec.osMapping.containerImage (pushed to %s): %w", md.Namespace, md.Name, pushTo, err)
 	}
 	return modsign.SignImageInput{Source: srcRef, Target: dstRef, FilesToSign: md.Spec.OSMapping.Sign.FilesToSign, Remote: r}, nil
 }
@@ -316,6 +368,11 @@ func writeKmodResults(o step.Options, ws work.Workspace, file string, rep work.K
 	// Empty when nothing was rejected: the image was reused, or the
 	// target was free.
 	if err := res.Set("REUSE_REJECTED", rep.ReuseRejected); err != nil {
+		return err
+	}
+	// "true" when nothing was built or signed: the image was proven at the
+	// target, or at its upgrade-ahead tag and adopted.
+	if err := res.Set("REUSED", fmt.Sprint(rep.Reused)); err != nil {
 		return err
 	}
 	if err := res.Set("KMOD_IMAGE_URL", ref.Context().Name()); err != nil {

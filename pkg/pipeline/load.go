@@ -130,8 +130,8 @@ func CheckKilnTask(t *tektonv1.Task) error {
 // §3). Names follow Tekton Chains' type hints so Chains signs without setup.
 var ContractResults = map[string][]string{
 	"render":      {"RENDERED_NAME", "CONFIG_HASH", "BASE_IMAGE", "HAS_KMOD", "KMOD_BUILD", "KMOD_SIGN"},
-	"kmod-build":  {"KMOD_IMAGE_URL", "KMOD_IMAGE_DIGEST", "REUSE_REJECTED"},
-	"kmod-sign":   {"KMOD_IMAGE_URL", "KMOD_IMAGE_DIGEST", "REUSE_REJECTED"},
+	"kmod-build":  {"KMOD_IMAGE_URL", "KMOD_IMAGE_DIGEST", "REUSED", "REUSE_REJECTED"},
+	"kmod-sign":   {"KMOD_IMAGE_URL", "KMOD_IMAGE_DIGEST", "REUSED", "REUSE_REJECTED"},
 	"image-build": {"IMAGE_URL", "IMAGE_DIGEST", "REUSED", "REUSE_REJECTED", "BASE_IMAGE_ARTIFACT_INPUTS"},
 	"image-sign":  {"SIGNATURE_REF", "ATTESTATION_REF"},
 	"verify":      {"VERIFIED"},

@@ -22,7 +22,7 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 	// digest; the later stages get them joined by digest.
 	const repo, digest = "registry.local/os-worker", "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 	const image = repo + "@" + digest
-	stageResults, _ := json.Marshal(map[string]map[string]string{
+	results := map[string]map[string]string{
 		"render": {"RENDERED_NAME": "rendered-worker-0123", "CONFIG_HASH": "sha256:ab", "BASE_IMAGE": "quay.io/base@sha256:00",
 			"HAS_KMOD": "false", "KMOD_BUILD": "false", "KMOD_SIGN": "false"},
 		"image-build": {"IMAGE_URL": repo, "IMAGE_DIGEST": digest, "REUSED": "false"},
@@ -31,13 +31,22 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 		"rollout":     {"ROLLOUT_STATE": "Done", "UPDATED_NODES": "3"},
 		"bootimages":  {"MACHINESETS_PATCHED": "0", "MACHINESETS_SKIPPED": "0"},
 		"reproduce":   {"REPRODUCED": "true", "DIFF": "identical"},
-	})
+		"kmod-build":  {"KMOD_IMAGE_URL": "registry.local/kmod", "KMOD_IMAGE_DIGEST": digest, "REUSED": "false", "REUSE_REJECTED": ""},
+	}
+	// An upgrade-ahead run's target release: its base OS, extensions and
+	// driver-toolkit images by digest.
+	const targetOS = "quay.io/ocp@sha256:0101010101010101010101010101010101010101010101010101010101010101"
+	const targetExt = "quay.io/ocp@sha256:0202020202020202020202020202020202020202020202020202020202020202"
+	const targetDTK = "quay.io/ocp@sha256:0303030303030303030303030303030303030303030303030303030303030303"
 	cases := []struct {
 		name, fail, bootImages string
 		reproduce              string // the reproduce param; "" leaves the default
+		rollout                string // the rollout param; "" leaves the default
 		status                 string
 		tasks                  map[string]string
-		calls                  []string // substrings of the stage invocations, in order
+		calls                  []string          // substrings of the stage invocations, in order
+		params                 map[string]string // more params
+		kmod                   bool              // render asks for a kmod build
 	}{{
 		name: "no kmod", bootImages: "true", status: "Completed",
 		tasks: map[string]string{"render": StateSucceeded, "kmod-build": StateSkipped, "kmod-sign": StateSkipped,
@@ -69,6 +78,31 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 		tasks: map[string]string{"image-sign": StateSucceeded, "verify": StateSucceeded, "reproduce": StateFailed,
 			"rollout": StateSkipped, "bootimages": StateSkipped, "report": StateSucceeded},
 		calls: []string{"reproduce", "report", "--aggregate=Failed", "rollout=None"},
+	}, {
+		// The trigger's upgrade-ahead runs: every stage up to verify, and
+		// nothing that changes the cluster.
+		name: "rollout false builds, signs and verifies, and rolls nothing out", rollout: "false", bootImages: "false", status: "Completed",
+		tasks: map[string]string{"render": StateSucceeded, "image-build": StateSucceeded, "image-sign": StateSucceeded,
+			"verify": StateSucceeded, "rollout": StateSkipped, "bootimages": StateSkipped, "report": StateSucceeded},
+		calls: []string{"image-build", "image-sign", "verify", "report", "--aggregate=Completed",
+			"verify=Succeeded reproduce=None rollout=None bootimages=None"},
+	}, {
+		// Without the target's images every stage keeps the running
+		// release's (empty flags: the payload ConfigMap's).
+		name: "no target release renders and builds kmods on the running release", kmod: true, bootImages: "false", status: "Completed",
+		tasks: map[string]string{"render": StateSucceeded, "kmod-build": StateSucceeded, "image-build": StateSucceeded},
+		calls: []string{"render --pool=worker --source=dir:/m --fetch-timeout=30s --os-image= --extensions-image= --release-version= ",
+			"kmod-build --pool=worker", "--os-image= --dtk-image= --rebuild=false --target-release= "},
+	}, {
+		// An upgrade-ahead run: render renders for the target release (its
+		// base becomes BASE_IMAGE, which image-build layers on) and
+		// kmod-build builds on its OS and driver-toolkit, for the target
+		// kernel's tag (--target-release).
+		name: "target release images reach render and kmod-build", kmod: true, rollout: "false", bootImages: "false", status: "Completed",
+		params: map[string]string{"target-release": "4.19.1", "os-image": targetOS, "extensions-image": targetExt, "dtk-image": targetDTK},
+		tasks:  map[string]string{"render": StateSucceeded, "kmod-build": StateSucceeded, "image-build": StateSucceeded, "rollout": StateSkipped},
+		calls: []string{"render --pool=worker --source=dir:/m --fetch-timeout=30s --os-image=" + targetOS + " --extensions-image=" + targetExt + " --release-version=4.19.1 ",
+			"kmod-build --pool=worker", "--os-image=" + targetOS + " --dtk-image=" + targetDTK + " --rebuild=false --target-release=4.19.1 ", "image-build"},
 	}}
 	ctx := context.Background()
 	tasks, err := LoadTasks(ctx, "../../tasks")
@@ -81,6 +115,15 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			res := map[string]map[string]string{}
+			for k, v := range results {
+				res[k] = v
+			}
+			if tc.kmod {
+				res["render"] = map[string]string{"RENDERED_NAME": "rendered-worker-0123", "CONFIG_HASH": "sha256:ab", "BASE_IMAGE": "quay.io/base@sha256:00",
+					"HAS_KMOD": "true", "KMOD_BUILD": "true", "KMOD_SIGN": "false"}
+			}
+			stageResults, _ := json.Marshal(res)
 			trace := filepath.Join(t.TempDir(), "trace")
 			e := &Executor{Tasks: tasks, StepBinary: os.Args[0],
 				Env: []string{"KILN_EXEC_HELPER=stage", "KILN_TRACE=" + trace, "KILN_STAGE_RESULTS=" + string(stageResults), "KILN_STAGE_FAIL=" + tc.fail}}
@@ -90,20 +133,26 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 			if tc.reproduce != "" {
 				params["reproduce"] = tc.reproduce
 			}
-			res, err := e.Run(ctx, p, params, ws, t.TempDir())
+			if tc.rollout != "" {
+				params["rollout"] = tc.rollout
+			}
+			for k, v := range tc.params {
+				params[k] = v
+			}
+			run, err := e.Run(ctx, p, params, ws, t.TempDir())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Status != tc.status {
-				t.Errorf("status %s, want %s (%v)", res.Status, tc.status, res.Err())
+			if run.Status != tc.status {
+				t.Errorf("status %s, want %s (%v)", run.Status, tc.status, run.Err())
 			}
 			for n, want := range tc.tasks {
-				if got := res.Task(n).Status; got != want {
-					t.Errorf("task %s = %s (%s), want %s", n, got, res.Task(n).Reason, want)
+				if got := run.Task(n).Status; got != want {
+					t.Errorf("task %s = %s (%s), want %s", n, got, run.Task(n).Reason, want)
 				}
 			}
-			if tc.fail == "" && (res.Results["IMAGE_URL"] != repo || res.Results["ROLLOUT_STATE"] != "Done") {
-				t.Errorf("pipeline results %v", res.Results)
+			if tc.fail == "" && (run.Results["IMAGE_URL"] != repo || (tc.rollout == "" && run.Results["ROLLOUT_STATE"] != "Done")) {
+				t.Errorf("pipeline results %v", run.Results)
 			}
 			b, _ := os.ReadFile(trace)
 			rest := string(b)

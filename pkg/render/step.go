@@ -1,6 +1,7 @@
 package render
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,12 +10,15 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/blang/semver/v4"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/exitcode"
+	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/kube"
 	"github.com/kiln-dev/kiln/pkg/mcrender"
+	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/safepath"
 	"github.com/kiln-dev/kiln/pkg/step"
 	"github.com/kiln-dev/kiln/pkg/taskresult"
@@ -29,6 +33,45 @@ type StepOptions struct {
 	FetchTimeout  time.Duration
 	FetchMaxBytes int64
 	FetchAttempts int
+	// Release, when set, replaces the payload facts the cluster's
+	// ConfigMap machine-config-osimageurl gives (--os-image,
+	// --extensions-image, --release-version): an upgrade-ahead run renders
+	// the pool for the release it prepares, not the one the cluster runs.
+	Release Release
+}
+
+// Release is the payload of a release other than the running one; an
+// empty field keeps the cluster's.
+type Release struct {
+	OSImage, ExtensionsImage, Version string
+}
+
+// apply returns f with r's non-empty fields.
+func (r Release) apply(f payload.Facts) payload.Facts {
+	f.BaseOSImage = cmp.Or(r.OSImage, f.BaseOSImage)
+	f.ExtensionsImage = cmp.Or(r.ExtensionsImage, f.ExtensionsImage)
+	f.ReleaseVersion = cmp.Or(r.Version, f.ReleaseVersion)
+	return f
+}
+
+// validate parses the images strictly, as payload.FromObjects does the
+// ConfigMap's: they become the rendered osImageURL and a build argument.
+func (r Release) validate() []error {
+	var errs []error
+	for _, f := range [][2]string{{"os-image", r.OSImage}, {"extensions-image", r.ExtensionsImage}} {
+		if f[1] == "" {
+			continue
+		}
+		if _, err := imageref.ParseStrict(f[1]); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %q: want a fully qualified image reference (registry/repository:tag or registry/repository@sha256:<64 hex>): %w", f[0], f[1], err))
+		}
+	}
+	if r.Version != "" {
+		if _, err := semver.Parse(r.Version); err != nil {
+			errs = append(errs, fmt.Errorf("--release-version %q: want a semantic version (4.19.1): %w", r.Version, err))
+		}
+	}
+	return errs
 }
 
 // Defaults of render's remote-source fetches.
@@ -58,6 +101,7 @@ func (o *StepOptions) Validate() error {
 	if o.FetchAttempts < 1 {
 		errs = append(errs, fmt.Errorf("--fetch-attempts %d: want at least 1", o.FetchAttempts))
 	}
+	errs = append(errs, o.Release.validate()...)
 	return exitcode.ValidationErrors(append(errs, o.Options.Validate(), o.KubeOptions.Validate())...)
 }
 
@@ -72,7 +116,10 @@ func (o *StepOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	out, err := Run(ctx, objs, o.Pool, &Fetcher{Timeout: o.FetchTimeout, MaxBytes: o.FetchMaxBytes, Attempts: o.FetchAttempts}, p)
+	if o.Release != (Release{}) {
+		p.Printf("rendering for release %s: OS image %s, extensions image %s", o.Release.Version, o.Release.OSImage, o.Release.ExtensionsImage)
+	}
+	out, err := RunFor(ctx, objs, o.Pool, &Fetcher{Timeout: o.FetchTimeout, MaxBytes: o.FetchMaxBytes, Attempts: o.FetchAttempts}, p, o.Release)
 	if err != nil {
 		return err
 	}
@@ -115,6 +162,11 @@ type Output struct {
 // Run renders pool from objs and prepares the stage's outputs. Progress
 // lines name each input MC in merge order.
 func Run(ctx context.Context, objs *mcrender.Objects, pool string, f *Fetcher, p *step.Progress) (*Output, error) {
+	return RunFor(ctx, objs, pool, f, p, Release{})
+}
+
+// RunFor is Run with rel's payload facts in place of the cluster's.
+func RunFor(ctx context.Context, objs *mcrender.Objects, pool string, f *Fetcher, p *step.Progress, rel Release) (*Output, error) {
 	mcp, err := objs.Pool(pool)
 	if err != nil {
 		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)
@@ -123,6 +175,7 @@ func Run(ctx context.Context, objs *mcrender.Objects, pool string, f *Fetcher, p
 	if err != nil {
 		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)
 	}
+	facts = rel.apply(facts)
 	mod, err := objs.Module(mcp)
 	if err != nil {
 		return nil, fmt.Errorf("rendering pool %q: %w", pool, err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	workspace "github.com/kiln-dev/kiln/pkg/work"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -108,6 +110,54 @@ func TestStepUsageErrors(t *testing.T) {
 	} {
 		if code, _, errs := runStep(t, dirOpts(c.source, c.pool, t.TempDir(), t.TempDir())); code != exitcode.ExitUsage || !strings.Contains(errs, c.want) {
 			t.Errorf("%+v: exit %d (%s), want %d naming %s", c, code, errs, exitcode.ExitUsage, c.want)
+		}
+	}
+}
+
+// TestStepRendersForAnotherRelease: with --os-image, --extensions-image
+// and --release-version (an upgrade-ahead run's target release), the
+// rendered config and BASE_IMAGE carry that release's images and version,
+// not the payload ConfigMap's; bad values are usage errors naming the flag.
+func TestStepRendersForAnotherRelease(t *testing.T) {
+	const osImage = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:7777777777777777777777777777777777777777777777777777777777777777"
+	const extImage = "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:8888888888888888888888888888888888888888888888888888888888888888"
+	work, results := t.TempDir(), t.TempDir()
+	code, _, errs := runStep(t, func(o *StepOptions) {
+		dirOpts("dir:testdata/golden/custom-pool-over-worker", "infra", work, results)(o)
+		o.Release = Release{OSImage: osImage, ExtensionsImage: extImage, Version: "4.19.3"}
+	})
+	if code != exitcode.ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var mc mcfgv1.MachineConfig
+	b, err := os.ReadFile(filepath.Join(work, "render", "rendered.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &mc); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := os.ReadFile(filepath.Join(results, "BASE_IMAGE"))
+	got := map[string]string{"osImageURL": mc.Spec.OSImageURL, "extensions": mc.Spec.BaseOSExtensionsContainerImage,
+		"release": mc.Annotations["machineconfiguration.openshift.io/release-image-version"], "BASE_IMAGE": string(base)}
+	want := map[string]string{"osImageURL": osImage, "extensions": extImage, "release": "4.19.3", "BASE_IMAGE": osImage}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("rendered for release 4.19.3 (-want +got):\n%s", d)
+	}
+	for _, c := range []struct {
+		rel  Release
+		want string
+	}{
+		{Release{OSImage: "os:latest"}, `--os-image "os:latest": want a fully qualified image reference`},
+		{Release{ExtensionsImage: "quay.io/x@sha256:12"}, `--extensions-image "quay.io/x@sha256:12"`},
+		{Release{Version: "4.19"}, `--release-version "4.19": want a semantic version`},
+	} {
+		code, _, errs := runStep(t, func(o *StepOptions) {
+			dirOpts("dir:testdata/golden/custom-pool-over-worker", "infra", t.TempDir(), t.TempDir())(o)
+			o.Release = c.rel
+		})
+		if code != exitcode.ExitUsage || !strings.Contains(errs, c.want) {
+			t.Errorf("%+v: exit %d (%s), want %d naming %s", c.rel, code, errs, exitcode.ExitUsage, c.want)
 		}
 	}
 }

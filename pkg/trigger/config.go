@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kiln-dev/kiln/pkg/imageref"
+	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/rollout"
 )
 
@@ -31,6 +32,7 @@ const (
 	keySAPrefix           = "serviceAccountPrefix"
 	keyPodTemplate        = "podTemplate"
 	keyDriftGate          = "driftGate"
+	keyUpgradeAhead       = "upgradeAhead"
 )
 
 // Config is the parsed kiln-config ConfigMap. It is a value: Parse builds
@@ -65,6 +67,11 @@ type Config struct {
 	// Retention is the scheduled prune of kiln's registry images
 	// (retention block; off by default).
 	Retention Retention
+	// UpgradeAhead selects the releases, among the ClusterVersion's offered
+	// updates, that each enabled pool gets an upgrade-ahead run for
+	// (ahead.go): z-stream, y-stream, desired, or none. The default is all
+	// three.
+	UpgradeAhead payload.Selection
 	// Cluster is not read from kiln-config: in cluster mode the trigger
 	// sets it from the cluster (registry copies, proxy) before a run is
 	// built, and kiln-config's own settings win over it.
@@ -74,6 +81,7 @@ type Config struct {
 // reserved params are the trigger's own; kiln-config may not set them.
 var reserved = map[string]bool{
 	"pool": true, "repository": true, "update-boot-images": true, "kmod-rebuild": true, "trigger": true, "changes": true,
+	paramRollout: true, paramTargetRelease: true, paramTargetReleaseImage: true,
 }
 
 // paramStepsImage is the Pipeline param naming kiln's steps image.
@@ -94,6 +102,7 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 		Timeout:              3 * time.Hour,
 		BootImagePools:       []string{"worker"},
 		Retention:            DefaultRetention(),
+		UpgradeAhead:         payload.DefaultSelection,
 	}
 	if c.Repository == "" {
 		return Config{}, fmt.Errorf("%s is empty: name the repository for the pools' images, e.g. quay.io/org/os-{pool}", where(keyRepository))
@@ -158,6 +167,13 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 			return Config{}, err
 		}
 		c.Retention = r
+	}
+	if v, ok := d[keyUpgradeAhead]; ok {
+		sel, err := payload.ParseSelection(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s: %w", where(keyUpgradeAhead), err)
+		}
+		c.UpgradeAhead = sel
 	}
 	if v := d[keyPodTemplate]; strings.TrimSpace(v) != "" {
 		c.PodTemplate = &pod.Template{}

@@ -69,6 +69,8 @@ type Controller struct {
 	hasher       SpecHasher
 	mcIndexed    bool // Client serves mcLabelIndex (SetupWithManager)
 	settle       *settler
+	ready        readyReleases   // kiln_upgrade_ready series per pool
+	payloads     releasePayloads // upgrade targets' payload facts
 	registriesMu sync.Mutex
 }
 
@@ -112,7 +114,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&kmmv1beta1.ModuleDay0{}, c.inputs(c.allPools), specOrMeta).
 		Watches(&corev1.ConfigMap{}, c.inputs(c.allPools), inNS(payload.Namespace, payload.OSImageURLMap)).
 		Watches(&corev1.ConfigMap{}, c.inputs(c.allPools), inNS(c.Namespace, ConfigName)).
-		Watches(&configv1.ClusterVersion{}, c.inputs(c.allPools), specOrMeta).
+		Watches(&configv1.ClusterVersion{}, c.inputs(c.allPools), builder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}, offersChanged))).
 		Watches(&pipelinev1.Pipeline{}, c.inputs(c.allPools), specOrMeta).
 		Watches(&pipelinev1.PipelineRun{}, handler.EnqueueRequestsFromMapFunc(c.poolsAfterRun)).
 		Complete(reconcile.Func(c.reconcilePool))

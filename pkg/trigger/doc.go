@@ -56,6 +56,17 @@
 // not part of the fingerprint: the gap closes as the rollout proceeds, and
 // a fingerprint that flips back would start a second run.
 //
+// Upgrade-ahead runs (ahead.go) prepare a pool's next node image for a
+// release the ClusterVersion offers, with no rollout. Each builds on its
+// target's payload, not the running one's: the trigger reads the target's
+// release image (payload.ReleaseFacts, through the cluster's mirrors) for
+// its rhel-coreos, rhel-coreos-extensions and driver-toolkit images by
+// digest and passes them as the os-image, extensions-image and dtk-image
+// params. A target whose release image cannot be read, or names no
+// driver-toolkit, gets no run: the ClusterVersion gets UpgradeNotReady
+// with the cause and kiln_upgrade_ready is 0, and the pool's own runs go
+// on as before.
+//
 // Every run also reaches registries as the cluster's nodes do
 // (registries.go): the trigger copies openshift-config/pull-secret and
 // renders the mirror sets, the image config and its trusted CAs into its

@@ -134,7 +134,7 @@ func driftCount(t *testing.T, pool string) float64 {
 func TestAlertsUseTriggerMetrics(t *testing.T) {
 	names := map[string]bool{}
 	fq := regexp.MustCompile(`fqName: "([^"]+)"`)
-	for _, c := range []prometheus.Collector{metricCreated, metricCancelled, metricReverts, metricErrors, metricDrift} {
+	for _, c := range []prometheus.Collector{metricCreated, metricCancelled, metricReverts, metricErrors, metricDrift, metricUpgradeReady} {
 		ch := make(chan *prometheus.Desc, 4)
 		c.Describe(ch)
 		close(ch)

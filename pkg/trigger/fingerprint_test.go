@@ -17,6 +17,7 @@ import (
 	kmmv1beta1 "github.com/kiln-dev/kiln/pkg/apis/kmm/v1beta1"
 	"github.com/kiln-dev/kiln/pkg/imageref"
 	"github.com/kiln-dev/kiln/pkg/manifests"
+	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
@@ -121,6 +122,7 @@ func TestParseConfig(t *testing.T) {
 		"timeout":        "90m",
 		"bootImagePools": "worker, infra",
 		"podTemplate":    "env:\n- name: KILN_INSECURE_REGISTRY\n  value: 192.0.2.2:5000\nnodeSelector: {kubernetes.io/os: linux}\n",
+		"upgradeAhead":   "z-stream",
 	}
 	c, err := ParseConfig(cm(good))
 	if err != nil {
@@ -129,7 +131,8 @@ func TestParseConfig(t *testing.T) {
 	if c.RepositoryFor("infra") != "registry.example/os-infra" || c.Timeout != 90*time.Minute ||
 		!c.UpdatesBootImages("infra") || c.UpdatesBootImages("master") || c.Params["canary"] != "1" ||
 		len(c.Workspaces) != 2 || c.Pipeline != "kiln-node-image" || c.ServiceAccountPrefix != "kiln-" ||
-		c.PodTemplate == nil || len(c.PodTemplate.Env) != 1 || c.PodTemplate.NodeSelector["kubernetes.io/os"] != "linux" {
+		c.PodTemplate == nil || len(c.PodTemplate.Env) != 1 || c.PodTemplate.NodeSelector["kubernetes.io/os"] != "linux" ||
+		c.UpgradeAhead != (payload.Selection{ZStream: true}) {
 		t.Fatalf("parsed %+v", c)
 	}
 	for _, tc := range []struct {
@@ -143,6 +146,8 @@ func TestParseConfig(t *testing.T) {
 		{"bad timeout", "timeout", "soon", "data.timeout"},
 		{"params not a map", "params", "- a\n- b", "data.params"},
 		{"reserved param", "params", "pool: master", `param "pool" is set by the trigger`},
+		{"reserved ahead param", "params", "target-release: 4.19.0", `param "target-release" is set by the trigger`},
+		{"unknown upgrade-ahead selector", "upgradeAhead", "x-stream", `data.upgradeAhead: selector "x-stream": want z-stream, y-stream, desired or none`},
 		{"unknown workspace field", "workspaces", "- name: work\n  bogus: 1", "data.workspaces"},
 		{"unknown pod template field", "podTemplate", "nodeSelectors: {a: b}", "data.podTemplate"},
 		{"repeated workspace", "workspaces", "- name: work\n  emptyDir: {}\n- name: work\n  emptyDir: {}", `data.workspaces[1]: name "work"`},

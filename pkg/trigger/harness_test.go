@@ -40,6 +40,7 @@ type harness struct {
 	t    testing.TB
 	kube *env.Kube
 	c    client.Client
+	reg  *env.Registry // holds sample release images; started on first use
 }
 
 func newHarness(t testing.TB) *harness {

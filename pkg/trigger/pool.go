@@ -26,11 +26,18 @@ func (c *Controller) reconcilePool(ctx context.Context, req reconcile.Request) (
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, &pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			// A deleted pool's unstarted work is moot.
+			if err := c.syncAhead(ctx, nil, name, nil, nil); err != nil {
+				return reconcile.Result{}, err
+			}
 			return reconcile.Result{}, c.stopRuns(ctx, nil, name, "MachineConfigPool deleted")
 		}
 		return reconcile.Result{}, err
 	}
 	err := c.syncPool(ctx, &pool)
+	var retry *retryAhead
+	if errors.As(err, &retry) {
+		return reconcile.Result{RequeueAfter: retry.after}, nil
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		c.Recorder.Event(&pool, corev1.EventTypeWarning, e.Reason, e.Err.Error())
@@ -55,6 +62,9 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 		return err
 	}
 	if !enabled {
+		if err := c.syncAhead(ctx, pool, pool.Name, nil, nil); err != nil {
+			return err
+		}
 		return c.revert(ctx, pool)
 	}
 	var w world
@@ -72,13 +82,36 @@ func (c *Controller) syncPool(ctx context.Context, pool *mcfgv1.MachineConfigPoo
 		return fail(ReasonRuns, err)
 	}
 	plan := decide(runs, w.fp.Sum)
+	if err := c.applyUnlessWaiting(ctx, pool, &w, runs, plan); err != nil {
+		return err
+	}
+	// Upgrade-ahead runs roll nothing out, so no wave holds them back.
+	wants := c.aheadWants(&w)
+	if len(wants) == 0 {
+		return c.syncAhead(ctx, pool, pool.Name, &w, nil)
+	}
+	if err := skipsRollout(w.pipeline); err != nil {
+		// Stop the ones there are; make none.
+		if serr := c.syncAhead(ctx, pool, pool.Name, &w, nil); serr != nil {
+			return serr
+		}
+		return fail(ReasonConfig, err)
+	}
+	// Only now the registry: a Pipeline that cannot run them reads nothing.
+	c.readPayloads(ctx, wants)
+	return c.syncAhead(ctx, pool, pool.Name, &w, wants)
+}
+
+// applyUnlessWaiting applies plan, unless it creates a run that a lower
+// wave holds back.
+func (c *Controller) applyUnlessWaiting(ctx context.Context, pool *mcfgv1.MachineConfigPool, w *world, runs []*pipelinev1.PipelineRun, plan plan) error {
 	if plan.create {
-		ok, err := c.wavesAllow(ctx, pool, &w)
+		ok, err := c.wavesAllow(ctx, pool, w)
 		if err != nil || !ok {
 			return err
 		}
 	}
-	return c.apply(ctx, pool, &w, runs, plan)
+	return c.apply(ctx, pool, w, runs, plan)
 }
 
 // poolRuns lists pool's node-image runs, live.

@@ -141,6 +141,11 @@ func TestTriggerRBAC(t *testing.T) {
 		"get taskruns.tekton.dev ns=kiln":                              "prune: a run's image-build and rollout TaskRuns (TestScheduledPruneWaitsForARunBetweenImageBuildAndRollout); no run here has TaskRuns",
 		"patch events ns=kiln":                                         "event aggregation of repeated events",
 		"patch events ns=default":                                      "event aggregation of repeated events",
+		// Upgrade-ahead staging needs a ready run's node image; its test
+		// runs the trigger as kiln-trigger with this RBAC too.
+		"create pinnedimagesets.machineconfiguration.openshift.io ns=":   "staging: TestUpgradeAheadStagesReadyImagesAsPinnedImageSets",
+		"delete pinnedimagesets.machineconfiguration.openshift.io ns=":   "staging: TestUpgradeAheadStagesReadyImagesAsPinnedImageSets",
+		"patch machineconfigpools.machineconfiguration.openshift.io ns=": "staging: TestUpgradeAheadStagesReadyImagesAsPinnedImageSets",
 	}
 	for _, g := range install.Unused(grants, reqs, allowed) {
 		t.Errorf("config/ grants kiln-trigger %s (%s), which the trigger never used", g.Key(), g.Source)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -62,6 +63,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}}
 	byObject[&pipelinev1.PipelineRun{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}, Label: managed}
 	byObject[&pipelinev1.Pipeline{}] = cache.ByObject{Namespaces: map[string]cache.Config{o.Namespace: {}}}
+	// Only the PinnedImageSets the trigger made (pins.go): it never reads,
+	// and so never changes, anyone else's.
+	byObject[&mcfgv1.PinnedImageSet{}] = cache.ByObject{Label: labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},

@@ -92,6 +92,7 @@ func TestCRDsLoad(t *testing.T) {
 		"machineconfigs.machineconfiguration.openshift.io":     false,
 		"machineconfigpools.machineconfiguration.openshift.io": false,
 		"machineconfignodes.machineconfiguration.openshift.io": false,
+		"pinnedimagesets.machineconfiguration.openshift.io":    false,
 		"machinesets.machine.openshift.io":                     false,
 		"machineconfigurations.operator.openshift.io":          false,
 		"clusterversions.config.openshift.io":                  false,
