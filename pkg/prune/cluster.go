@@ -14,9 +14,10 @@ import (
 )
 
 // ReadCluster lists what the keep set is read from: pools,
-// MachineConfigs, MachineConfigNodes, ModuleDay0s, and the PipelineRuns
-// and TaskRuns of runsNamespace (kiln's runs; "" reads none). A cluster
-// that does not serve MachineConfigNodes, ModuleDay0s or Tekton has none;
+// MachineConfigs, MachineConfigNodes, ModuleDay0s, PinnedImageSets, and
+// the PipelineRuns and TaskRuns of runsNamespace (kiln's runs; "" reads
+// none). A cluster that does not serve MachineConfigNodes, ModuleDay0s,
+// PinnedImageSets or Tekton has none;
 // every other failure fails the read.
 func ReadCluster(c client.Reader, runsNamespace string) func(ctx context.Context) (retention.Cluster, error) {
 	return func(ctx context.Context) (retention.Cluster, error) {
@@ -36,7 +37,12 @@ func ReadCluster(c client.Reader, runsNamespace string) func(ctx context.Context
 		if err := listServed(ctx, c, &mds); err != nil {
 			return retention.Cluster{}, fmt.Errorf("listing ModuleDay0s: %w", err)
 		}
-		cl := retention.Cluster{Pools: pools.Items, MachineConfigs: mcs.Items, Nodes: nodes.Items, ModuleDay0s: mds.Items}
+		var pins mcfgv1.PinnedImageSetList
+		if err := listServed(ctx, c, &pins); err != nil {
+			return retention.Cluster{}, fmt.Errorf("listing PinnedImageSets: %w", err)
+		}
+		cl := retention.Cluster{Pools: pools.Items, MachineConfigs: mcs.Items, Nodes: nodes.Items, ModuleDay0s: mds.Items,
+			PinnedImageSets: pins.Items}
 		if runsNamespace == "" {
 			return cl, nil
 		}

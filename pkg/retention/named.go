@@ -33,6 +33,9 @@ type Cluster struct {
 	// (RunImages).
 	Runs     []pipelinev1.PipelineRun
 	TaskRuns []pipelinev1.TaskRun
+	// PinnedImageSets name images the nodes pull ahead (kiln stages an
+	// upgrade-ahead image this way); anyone's set keeps its images.
+	PinnedImageSets []mcfgv1.PinnedImageSet
 	// Live are the images of runs in progress or queued (image
 	// references), which may be rolled out next.
 	Live []string
@@ -50,7 +53,7 @@ type Named struct {
 // such as kiln's own, kiln's previous-image rollback target, each
 // MachineConfigNode's desired and current image, each ModuleDay0's kmod
 // images (moduleDay0Images), the images kiln's runs may still roll out
-// (RunImages), and the live images given. The order is
+// (RunImages), every PinnedImageSet's images, and the live images given. The order is
 // fixed (by pool, node, config and ModuleDay0 name).
 func NamedImages(c Cluster, perPool int) []Named {
 	mcs := make(map[string]*mcfgv1.MachineConfig, len(c.MachineConfigs))
@@ -89,6 +92,11 @@ func NamedImages(c Cluster, perPool int) []Named {
 	}
 	out = append(out, moduleDay0Images(c.ModuleDay0s)...)
 	out = append(out, RunImages(c.Runs, c.TaskRuns)...)
+	for _, ps := range sortedBy(c.PinnedImageSets, func(p mcfgv1.PinnedImageSet) string { return p.Name }) {
+		for _, img := range ps.Spec.PinnedImages {
+			add(string(img.Name), fmt.Sprintf("PinnedImageSet %s: pinned on its pools' nodes", ps.Name))
+		}
+	}
 	for _, img := range c.Live {
 		add(img, "a live run's image")
 	}

@@ -108,6 +108,25 @@ func TestNamedImagesListsEveryImageTheClusterNeedsWithItsReason(t *testing.T) {
 			},
 		},
 		{
+			name: "every PinnedImageSet's images, kiln's staged upgrade image or anyone's, in set name order",
+			cluster: Cluster{
+				PinnedImageSets: []mcfgv1.PinnedImageSet{
+					{ObjectMeta: metav1.ObjectMeta{Name: "user-set"}, Spec: mcfgv1.PinnedImageSetSpec{
+						PinnedImages: []mcfgv1.PinnedImageRef{{Name: mcfgv1.ImageDigestFormat(img(hexB))}, {Name: mcfgv1.ImageDigestFormat(img(hexC))}},
+					}},
+					{ObjectMeta: metav1.ObjectMeta{Name: "kiln-worker-4.19.3-0a1b"}, Spec: mcfgv1.PinnedImageSetSpec{
+						PinnedImages: []mcfgv1.PinnedImageRef{{Name: mcfgv1.ImageDigestFormat(img(hexA))}},
+					}},
+				},
+			},
+			perPool: 3,
+			want: []Named{
+				{img(hexA), "PinnedImageSet kiln-worker-4.19.3-0a1b: pinned on its pools' nodes"},
+				{img(hexB), "PinnedImageSet user-set: pinned on its pools' nodes"},
+				{img(hexC), "PinnedImageSet user-set: pinned on its pools' nodes"},
+			},
+		},
+		{
 			name: "a pool whose rendered config is missing, and configs without an image, name nothing",
 			cluster: Cluster{
 				Pools:          []mcfgv1.MachineConfigPool{pool("worker", "rendered-worker-gone", "")},
