@@ -11,7 +11,7 @@
 #                         kubectl (empty when there is no such pool)
 #   KILN_E2E_DTK_IMAGE    empty: kmod-build reads the release's driver toolkit
 # The hook is sourced, not run: it never exits, and it leaves no variable.
-kiln_steps=${KILN_E2E_STEPS_IMAGE:-ghcr.io/kiln-dev/kiln-steps:v0.1.0@sha256:16f9551279bf250d773e84565ee7da843b3ecc9488f226f870f80f5cc814351e}
+kiln_steps=${KILN_E2E_STEPS_IMAGE:-ghcr.io/kiln-dev/kiln-steps:v0.1.0@sha256:0b09938092d6acbeffce72779be00145efb686b16b7860a67c9ce6757db6b8f0}
 kiln_registry=${KILN_E2E_REGISTRY:-image-registry.openshift-image-registry.svc:5000}
 kiln_image=${KILN_E2E_IMAGE:-}
 kiln_dtk=${KILN_E2E_DTK_IMAGE:-}
