@@ -68,9 +68,20 @@ func Apply(ctx context.Context, c Config, p *Plan) (*Outcome, error) {
 }
 
 // neededNow reads the cluster again and says why digest is kept now, ""
-// when it is not.
+// when it is not. While a run may still choose an image to reuse without
+// having reported it (retention.ReusePending), every image is kept: the
+// next prune deletes what is still unneeded then.
 func (c *Config) neededNow(ctx context.Context, p *Plan, digest string) (string, error) {
-	keep, err := c.keepSet(ctx, p.prov)
+	cl, err := c.readCluster(ctx)
+	if err == nil {
+		if pending := retention.ReusePending(cl.Runs, cl.TaskRuns); len(pending) > 0 {
+			return strings.Join(pending, "; "), nil
+		}
+	}
+	var keep retention.Set
+	if err == nil {
+		keep, err = c.keepSetOf(ctx, cl, p.prov)
+	}
 	if err != nil {
 		return "", fmt.Errorf("re-reading the keep set before deleting %s: %w", digest, err)
 	}

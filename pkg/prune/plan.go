@@ -193,16 +193,6 @@ func (c *Config) readCluster(ctx context.Context) (retention.Cluster, error) {
 	return cl, nil
 }
 
-// keepSet reads the cluster and computes the keep set, expanded through
-// the attested inputs in prov.
-func (c *Config) keepSet(ctx context.Context, prov map[string][]trust.Inputs) (retention.Set, error) {
-	cl, err := c.readCluster(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.keepSetOf(ctx, cl, prov)
-}
-
 // keepSetOf is the keep set of what cl names, expanded through prov.
 func (c *Config) keepSetOf(ctx context.Context, cl retention.Cluster, prov map[string][]trust.Inputs) (retention.Set, error) {
 	cl.Live = append(slices.Clone(cl.Live), c.Live...)

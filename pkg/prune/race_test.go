@@ -3,13 +3,18 @@ package prune
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"knative.dev/pkg/apis"
+	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/pkg/retention"
@@ -84,5 +89,79 @@ func rolloutTo(t *testing.T, c client.Client, image, previous string) {
 	mc.Annotations = map[string]string{retention.PreviousImageAnnot: previous}
 	if err := c.Update(ctx, mc); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestNoImageIsDeletedWhileARunMayStillReuseIt: the cluster is a real
+// apiserver with Tekton's CRDs. An old image is planned for deletion;
+// before the delete, a run is queued whose image-build may prove that
+// very image by its fingerprint (a revert to earlier inputs) and reuse it
+// without reporting it yet. The prune keeps every image while such a run
+// has not finished image-build, and says why; once the run's image-build
+// reports the image, the next plan keeps it for that run.
+func TestNoImageIsDeletedWhileARunMayStillReuseIt(t *testing.T) {
+	ctx := context.Background()
+	e := env.Start(t, env.Options{Kube: true, Registry: true})
+	c := e.Kube.Client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kiln"}}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, e.Registry)
+	old := f.node(t, f.nodeInputs(t, "1"), nil)
+
+	read := ReadCluster(c, "kiln")
+	var calls atomic.Int32
+	cluster := func(ctx context.Context) (retention.Cluster, error) {
+		// Calls: the plan, then the check before the delete: the run is
+		// queued just before it.
+		if calls.Add(1) == 2 {
+			pr := &pipelinev1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Namespace: "kiln", Name: "worker-revert"},
+				Spec: pipelinev1.PipelineRunSpec{PipelineRef: &pipelinev1.PipelineRef{Name: "kiln-node-image"}}}
+			if err := c.Create(ctx, pr); err != nil {
+				t.Error(err)
+			}
+		}
+		return read(ctx)
+	}
+	cfg := f.config(cluster)
+	p, err := MakePlan(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Deletes()) != 1 {
+		t.Fatalf("planned %d deletes, want %s", len(p.Deletes()), old)
+	}
+	out, err := Apply(ctx, cfg, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Outcome{Spared: map[string]string{old: "PipelineRun kiln/worker-revert has not finished image-build and may yet reuse it"}}
+	if d := cmp.Diff(want, out); d != "" {
+		t.Errorf("outcome (-want +got):\n%s", d)
+	}
+	f.pullsAndVerifies(t, old, f.v)
+
+	// The run's image-build proves the old image and reports it.
+	tr := &pipelinev1.TaskRun{ObjectMeta: metav1.ObjectMeta{Namespace: "kiln", Name: "worker-revert-image-build",
+		Labels: map[string]string{"tekton.dev/pipelineRun": "worker-revert", "tekton.dev/pipelineTask": "image-build"}},
+		Spec: pipelinev1.TaskRunSpec{TaskRef: &pipelinev1.TaskRef{Name: "kiln-image-build"}}}
+	if err := c.Create(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	url, dig, _ := strings.Cut(old, "@")
+	tr.Status.Status = duckv1.Status{Conditions: duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue}}}
+	tr.Status.Results = []pipelinev1.TaskRunResult{
+		{Name: "IMAGE_URL", Type: pipelinev1.ResultsTypeString, Value: *pipelinev1.NewStructuredValues(url)},
+		{Name: "IMAGE_DIGEST", Type: pipelinev1.ResultsTypeString, Value: *pipelinev1.NewStructuredValues(dig)},
+	}
+	if err := c.Status().Update(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	p, err = MakePlan(ctx, f.config(read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := reasons(p)[old], "kept: PipelineRun kiln/worker-revert, not finished: image-build's image"; got != want {
+		t.Errorf("after the run reported it, %s: %q, want %q", old, got, want)
 	}
 }

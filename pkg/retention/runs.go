@@ -132,3 +132,43 @@ func taskOf(tr pipelinev1.TaskRun) string {
 	}
 	return "TaskRun " + tr.Name
 }
+
+// taskImageBuild is the node-image Pipeline's task that decides whether a
+// run reuses an image or builds one (pipelines/node-image.yaml); kmod-build
+// and kmod-sign, which reuse kmod images, run before it.
+const taskImageBuild = "image-build"
+
+// ReusePending names the runs that may still pick an image kiln built for
+// reuse without having reported it: PipelineRuns not finished whose
+// image-build has not finished (queued runs, whose Pipeline is not
+// resolved yet, included). Until such a run reports its image, no image
+// of kiln's is safe to delete: the run may prove one (a revert to earlier
+// inputs finds its image by fingerprint) and roll it out. Runs whose
+// Pipeline has no image-build task never reuse. The order is fixed.
+func ReusePending(runs []pipelinev1.PipelineRun, taskRuns []pipelinev1.TaskRun) []string {
+	built := map[string]bool{}
+	for _, tr := range taskRuns {
+		if tr.Labels[pipeline.PipelineTaskLabelKey] == taskImageBuild && tr.IsDone() {
+			built[tr.Namespace+"/"+tr.Labels[pipeline.PipelineRunLabelKey]] = true
+		}
+	}
+	var out []string
+	for _, pr := range sortedBy(runs, func(r pipelinev1.PipelineRun) string { return r.Namespace + "/" + r.Name }) {
+		key := pr.Namespace + "/" + pr.Name
+		if pr.IsDone() || built[key] || !buildsImages(&pr) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("PipelineRun %s has not finished image-build and may yet reuse it", key))
+	}
+	return out
+}
+
+// buildsImages reports whether pr's Pipeline has an image-build task; a run
+// not started yet has no resolved Pipeline and counts as one that does.
+func buildsImages(pr *pipelinev1.PipelineRun) bool {
+	spec := pr.Status.PipelineSpec
+	if spec == nil {
+		return true
+	}
+	return slices.ContainsFunc(spec.Tasks, func(t pipelinev1.PipelineTask) bool { return t.Name == taskImageBuild })
+}

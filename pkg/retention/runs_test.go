@@ -117,3 +117,42 @@ func annotated(pr pipelinev1.PipelineRun, created string) pipelinev1.PipelineRun
 	pr.Annotations = map[string]string{AnnotCreated: created}
 	return pr
 }
+
+// TestReusePendingNamesRunsThatHaveNotFinishedImageBuild: a run not
+// finished may still reuse an image without having reported it, until
+// its image-build finishes; a queued run (no resolved Pipeline) may too;
+// finished runs, runs past image-build and runs of a Pipeline without an
+// image-build task (bootimages) may not.
+func TestReusePendingNamesRunsThatHaveNotFinishedImageBuild(t *testing.T) {
+	doneTask := func(pipelineRun, task string) pipelinev1.TaskRun {
+		tr := taskRun(pipelineRun, task, nil)
+		tr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue}}
+		return tr
+	}
+	withTasks := func(pr pipelinev1.PipelineRun, tasks ...string) pipelinev1.PipelineRun {
+		pr.Status.PipelineSpec = &pipelinev1.PipelineSpec{}
+		for _, t := range tasks {
+			pr.Status.PipelineSpec.Tasks = append(pr.Status.PipelineSpec.Tasks, pipelinev1.PipelineTask{Name: t})
+		}
+		return pr
+	}
+	runs := []pipelinev1.PipelineRun{
+		run("queued", 0, false, nil),
+		withTasks(run("building", 0, false, nil), "render", "image-build", "rollout"),
+		withTasks(run("rolling-out", 0, false, nil), "render", "image-build", "rollout"),
+		withTasks(run("finished", 0, true, nil), "render", "image-build", "rollout"),
+		withTasks(run("bootimages", 0, false, nil), "bootimages"),
+	}
+	taskRuns := []pipelinev1.TaskRun{
+		taskRun("building", "image-build", nil), // running: not done
+		doneTask("building", "render"),
+		doneTask("rolling-out", "image-build"),
+	}
+	want := []string{
+		"PipelineRun kiln/building has not finished image-build and may yet reuse it",
+		"PipelineRun kiln/queued has not finished image-build and may yet reuse it",
+	}
+	if d := cmp.Diff(want, ReusePending(runs, taskRuns)); d != "" {
+		t.Errorf("ReusePending (-want +got):\n%s", d)
+	}
+}
