@@ -169,24 +169,34 @@ func TestBuildFastPath(t *testing.T) {
 	}
 }
 
-func TestBuildIndex(t *testing.T) {
-	reg := env.StartRegistry(t, env.RegistryOptions{})
+// multiPlatforms are the platforms of pushMultiPlatformBase's index, in
+// its order.
+var multiPlatforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
+
+// pushMultiPlatformBase writes base/multi:1 to reg: an index of two
+// random images with a kernel each, one per multiPlatforms.
+func pushMultiPlatformBase(t *testing.T, reg *env.Registry) {
+	t.Helper()
 	idx, err := random.Index(32<<10, 2, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// random.Index has no platforms; give each child one.
 	im, _ := idx.IndexManifest()
-	plat := []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
 	withPlat := mutate.IndexMediaType(emptyIndex(), types.OCIImageIndex)
 	for i, d := range im.Manifests {
 		img, _ := idx.Image(d.Digest)
-		withPlat = mutate.AppendManifests(withPlat, mutate.IndexAddendum{Add: env.WithKernel(t, img), Descriptor: v1.Descriptor{Platform: &plat[i]}})
+		withPlat = mutate.AppendManifests(withPlat, mutate.IndexAddendum{Add: env.WithKernel(t, img), Descriptor: v1.Descriptor{Platform: &multiPlatforms[i]}})
 	}
 	ref, _ := name.ParseReference(reg.Host+"/base/multi:1", name.Insecure)
 	if err := remote.WriteIndex(ref, withPlat); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestBuildIndex(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	pushMultiPlatformBase(t, reg)
 	res, err := Build(context.Background(), registry.Remote{Insecure: []string{reg.Host}}, testInput(t, reg.Host, "base/multi:1", "kiln/multi", "x"))
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +210,7 @@ func TestBuildIndex(t *testing.T) {
 	}
 	gm, _ := got.IndexManifest()
 	for i, d := range gm.Manifests {
-		if d.Platform == nil || d.Platform.Architecture != plat[i].Architecture {
+		if d.Platform == nil || d.Platform.Architecture != multiPlatforms[i].Architecture {
 			t.Errorf("child %d platform %v", i, d.Platform)
 		}
 		img, _ := got.Image(d.Digest)

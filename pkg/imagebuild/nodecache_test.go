@@ -12,11 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kiln-dev/kiln/pkg/buildah"
 	"github.com/kiln-dev/kiln/pkg/nodecache"
@@ -155,20 +150,7 @@ func TestBuildahPathNodeCheckSameWithCache(t *testing.T) {
 // pushes the index, with the node check, of a build without a cache.
 func TestBuildIndexOnCachedBase(t *testing.T) {
 	reg := env.StartRegistry(t, env.RegistryOptions{})
-	idx, err := random.Index(32<<10, 2, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	im, _ := idx.IndexManifest()
-	plat := []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
-	withPlat := mutate.IndexMediaType(emptyIndex(), types.OCIImageIndex)
-	for i, d := range im.Manifests {
-		img, _ := idx.Image(d.Digest)
-		withPlat = mutate.AppendManifests(withPlat, mutate.IndexAddendum{Add: env.WithKernel(t, img), Descriptor: v1.Descriptor{Platform: &plat[i]}})
-	}
-	if err := remote.WriteIndex(imagetest.MustRef(t, reg.Host+"/base/multi:1"), withPlat); err != nil {
-		t.Fatal(err)
-	}
+	pushMultiPlatformBase(t, reg)
 	cache := &nodecache.Cache{Dir: t.TempDir()}
 	for i, wantBlobs := range []int{2 + 2*3, 2} { // configs, then each platform's 3 layers (2 random + the kernel)
 		log := &requestLog{next: http.DefaultTransport, kind: map[string]int{}}

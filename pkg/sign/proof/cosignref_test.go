@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -29,26 +28,7 @@ import (
 
 // cosignProve is Prove verified by cosign.
 func cosignProve(ctx context.Context, r registry.Remote, image name.Digest, id trust.Identity, want trust.Inputs) error {
-	if id.IsZero() {
-		return fmt.Errorf("%s: %w: %w", image, trust.ErrNotProven, trust.ErrNoIdentity)
-	}
-	sts, err := cosignStatements(ctx, r, image, id)
-	if err != nil {
-		if cerr := registry.Classify(err, "reading signatures of", image.String()); errors.Is(cerr, registry.ErrAuth) || errors.Is(cerr, registry.ErrUnreachable) {
-			return cerr
-		}
-		if code, ok := registry.HTTPStatus(err); ok && (code >= http.StatusInternalServerError || code == http.StatusTooManyRequests) {
-			return fmt.Errorf("reading signatures of %s: %w (HTTP %d): %v", image, registry.ErrUnreachable, code, err)
-		}
-		return fmt.Errorf("%s: %w: %v", image, trust.ErrNotProven, err)
-	}
-	var last error = fmt.Errorf("%w: no attestation from %s", trust.ErrNotProven, id)
-	for _, st := range sts {
-		if last = trust.Binds(st, image, want); last == nil {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s: %w", image, last)
+	return proof.ProveWith(image, id, want, func() ([]intoto.Statement, error) { return cosignStatements(ctx, r, image, id) })
 }
 
 // cosignStatements is Statements verified by cosign.

@@ -80,10 +80,16 @@ func Statements(ctx context.Context, r registry.Remote, image name.Digest, id tr
 // network fault never passes for "not proven" and triggers a rebuild that
 // would fail the same way.
 func Prove(ctx context.Context, r registry.Remote, image name.Digest, id trust.Identity, want trust.Inputs) error {
+	return proveWith(image, id, want, func() ([]intoto.Statement, error) { return Statements(ctx, r, image, id) })
+}
+
+// proveWith is Prove over the statements that statements verifies; the
+// side-by-side test gives it cosign's own verification.
+func proveWith(image name.Digest, id trust.Identity, want trust.Inputs, statements func() ([]intoto.Statement, error)) error {
 	if id.IsZero() {
 		return fmt.Errorf("%s: %w: %w", image, trust.ErrNotProven, trust.ErrNoIdentity)
 	}
-	sts, err := Statements(ctx, r, image, id)
+	sts, err := statements()
 	if err != nil {
 		if cerr := registry.Classify(err, "reading signatures of", image.String()); errors.Is(cerr, registry.ErrAuth) || errors.Is(cerr, registry.ErrUnreachable) {
 			return cerr
