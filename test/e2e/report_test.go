@@ -82,6 +82,14 @@ func (c *cluster) describe(ctx context.Context) string {
 					if cs.State.Waiting != nil {
 						fmt.Fprintf(&b, "  %s waiting: %s %s\n", cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)
 					}
+					if last := cs.LastTerminationState.Terminated; cs.RestartCount > 0 && last != nil {
+						fmt.Fprintf(&b, "  %s restarted %d times, last exit %d: %s %s\n", cs.Name, cs.RestartCount, last.ExitCode, last.Reason, last.Message)
+					}
+				}
+				// A long-lived pod (the trigger) that made no run says why
+				// only in its log; a task pod's log is shown by failedTasks.
+				if _, isTask := p.Labels["tekton.dev/taskRun"]; !isTask && p.Status.Phase == corev1.PodRunning {
+					b.WriteString(c.node.PodLogs(ctx, p.Namespace, p.Name))
 				}
 			}
 		}

@@ -121,9 +121,22 @@ func PrivateHostIP(t testing.TB) string {
 }
 
 // reserveSubnet takes the first 10.244.X.0/24 whose reservation file
-// (holding the owner's PID) is absent or names a dead process.
+// (holding the owner's PID) is absent or names a dead process, and that
+// no interface of the host has an address in. A node killed before its
+// cleanup (a test binary killed on timeout) leaves its bridge behind with
+// the subnet's route: a new bridge on the same subnet would get a second
+// route to it, and its pods' replies would leave through the old bridge,
+// so that no pod reaches the apiserver.
 func reserveSubnet() (subnet string, release func(), err error) {
+	used, err := hostSubnets()
+	if err != nil {
+		return "", nil, err
+	}
 	for x := 10; x < 250; x++ {
+		_, cidr, _ := net.ParseCIDR(fmt.Sprintf("10.244.%d.0/24", x))
+		if slices.ContainsFunc(used, func(n *net.IPNet) bool { return cidr.Contains(n.IP) }) {
+			continue
+		}
 		lock := filepath.Join(os.TempDir(), fmt.Sprintf("kiln-node-subnet-%d", x))
 		if b, err := os.ReadFile(lock); err == nil {
 			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
@@ -141,6 +154,21 @@ func reserveSubnet() (subnet string, release func(), err error) {
 		return fmt.Sprintf("10.244.%d.0/24", x), func() { _ = os.Remove(lock) }, nil
 	}
 	return "", nil, fmt.Errorf("no free pod subnet in 10.244.10-249.0/24")
+}
+
+// hostSubnets are the networks of every address on the host's interfaces.
+func hostSubnets() ([]*net.IPNet, error) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("listing the host's addresses: %w", err)
+	}
+	var out []*net.IPNet
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			out = append(out, &net.IPNet{IP: n.IP.Mask(n.Mask), Mask: n.Mask})
+		}
+	}
+	return out, nil
 }
 
 // Name is the Node object's name.

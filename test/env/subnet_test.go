@@ -1,0 +1,40 @@
+package env
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestReserveSubnetSkipsASubnetAnInterfaceStillHas: a bridge left by a
+// node killed before its cleanup keeps its subnet's address and route;
+// its reservation file is gone or names a dead process, and the next
+// node must still not take that subnet.
+func TestReserveSubnetSkipsASubnetAnInterfaceStillHas(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root to add an interface (the e2e's nodes need it too)")
+	}
+	first, release, err := reserveSubnet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	release() // as a killed node's reservation: gone
+	link := fmt.Sprintf("kilnst%d", os.Getpid()%100000)
+	gw := strings.Replace(first, ".0/24", ".1/24", 1)
+	for _, args := range [][]string{{"link", "add", link, "type", "bridge"}, {"address", "add", gw, "dev", link}} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "link", "delete", link).Run() })
+	next, release, err := reserveSubnet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if next == first {
+		t.Errorf("reserved %s again while interface %s has %s", next, link, gw)
+	}
+}
