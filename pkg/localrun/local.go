@@ -20,6 +20,9 @@ import (
 // per pool, the fingerprint of the last run that succeeded.
 type State struct {
 	Pools map[string]PoolState `json:"pools"`
+	// Ahead are the upgrade-ahead runs that succeeded, by pool/release
+	// (localahead.go).
+	Ahead map[string]AheadState `json:"ahead,omitempty"`
 }
 
 // PoolState is one pool's last successful run.
@@ -35,7 +38,7 @@ const stateFile = "state.json"
 
 // ReadState reads dir/state.json; a missing file is an empty state.
 func ReadState(dir string) (State, error) {
-	st := State{Pools: map[string]PoolState{}}
+	st := State{Pools: map[string]PoolState{}, Ahead: map[string]AheadState{}}
 	b, err := os.ReadFile(filepath.Join(dir, stateFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return st, nil
@@ -48,6 +51,9 @@ func ReadState(dir string) (State, error) {
 	}
 	if st.Pools == nil {
 		st.Pools = map[string]PoolState{}
+	}
+	if st.Ahead == nil {
+		st.Ahead = map[string]AheadState{}
 	}
 	return st, nil
 }

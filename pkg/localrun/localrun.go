@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -102,6 +103,10 @@ func runLocal(ctx context.Context, o trigger.Options, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sel, err := aheadSelection(snap, o.Namespace)
+	if err != nil {
+		return err
+	}
 	waves := map[string]int{}
 	for _, pl := range plans {
 		waves[pl.Pool] = pl.Wave
@@ -115,8 +120,16 @@ func runLocal(ctx context.Context, o trigger.Options, w io.Writer) error {
 			fmt.Fprintf(w, "pool %s: nothing changed since run %s (fingerprint %s)\n", pl.Pool, st.Pools[pl.Pool].Run, pl.Fingerprint.Sum)
 		}
 	}
-	if len(todo) == 0 {
+	ahead, skipped := planAhead(clusterVersion(snap), sel, plans, st)
+	readTargets(ctx, ahead, r)
+	if forgetAhead(st, ahead) {
+		if err := st.Write(out); err != nil {
+			return err
+		}
+	}
+	if len(todo) == 0 && !pending(ahead) {
 		fmt.Fprintln(w, "nothing to do: every pool's inputs match its last successful run")
+		printReadiness(w, ahead, skipped)
 		return nil
 	}
 	keys, err := EnsureLocalKeys(cmp.Or(o.Local.Keys, filepath.Join(out, "keys")), o.Local.Key)
@@ -130,7 +143,13 @@ func runLocal(ctx context.Context, o trigger.Options, w io.Writer) error {
 	l := &localRun{o: o, src: src, out: out, host: host, keys: keys, p: p, st: st, w: w,
 		exec: &pipeline.Executor{Tasks: tasks, StepBinary: o.Local.StepBinary, Out: w, Namespace: "kiln",
 			Env: stepEnv, Timeouts: localTimeouts}}
-	return l.runAll(ctx, todo, waves)
+	runErr := l.runAll(ctx, todo, waves)
+	if err := l.runAhead(ctx, ahead); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	l.printSummary()
+	printReadiness(w, ahead, skipped)
+	return runErr
 }
 
 // localTimeouts: the cluster's run timeout (kiln-config's default), not
@@ -174,53 +193,24 @@ func (l *localRun) runAll(ctx context.Context, todo []PoolPlan, waves map[string
 			failedWave = waves[pl.Pool]
 		}
 	}
-	l.printSummary()
 	return errors.Join(errs...)
 }
 
 func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
-	runDir := filepath.Join(l.out, "runs", pl.Run)
-	// A run folder left by a failed or killed attempt is replaced, not
-	// mixed in (localattempt.go says why).
-	att, err := startAttempt(l.w, runDir, pl.Pool, pl.Run)
-	if err != nil {
-		return err
-	}
-	work := filepath.Join(runDir, "work")
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return err
-	}
 	// Changes names objects from the folder: escaped, as every line of
 	// outside text kiln prints.
 	fmt.Fprintf(l.w, "pool %s: inputs changed (%s: %s), running %s\n", pl.Pool, pl.Trigger, termsafe.Escape(pl.Changes), pl.Run)
-	params := map[string]string{
-		"pool": pl.Pool, "repository": l.host + "/kiln/node-image-" + pl.Pool, "source": "dir:" + l.src,
+	res, att, work, err := l.execute(ctx, pl.Pool, pl.Run, map[string]string{
 		"trigger": pl.Trigger, "changes": pl.Changes,
 		"update-boot-images": strconv.FormatBool(contains(l.o.Local.BootImagePools, pl.Pool)),
-	}
-	ws := map[string]string{
-		"work": work, "manifests": l.src, "signing-key": l.keys.Cosign, "public-key": l.keys.Public,
-		"kmod-signing-cert": l.keys.KmodCert, "kmod-signing-key": l.keys.KmodKey,
-	}
-	// The Tasks pass $(workspaces.registries.path) as --registries-config:
-	// bound to the folder runLocal wrote, as cluster mode binds its copy.
-	ws[trigger.WorkspaceRegistries] = filepath.Join(l.out, registriesDir)
-	// image-build's node import cache outlives the runs, beside them in
-	// the output folder: the next run on the same base reads only the
-	// layers above it.
-	ws[workspaceCache] = filepath.Join(l.out, cacheDir)
-	if err := os.MkdirAll(ws[workspaceCache], 0o755); err != nil {
-		return err
-	}
-	l.exec.RunName, l.exec.OnTask = pl.Run, att.record
-	res, err := l.exec.Run(ctx, l.p, params, ws, filepath.Join(runDir, "tasks"))
+	})
 	if err != nil {
-		return fmt.Errorf("running %s for pool %s: %w", pl.Run, pl.Pool, err)
+		return err
 	}
 	s := summary{pool: pl.Pool, trigger: pl.Trigger, run: pl.Run, status: res.Status}
 	s.rendered = taskResult(res, "render", "RENDERED_NAME")
 	s.digest = taskResult(res, "image-build", "IMAGE_DIGEST")
-	s.signed = strconv.FormatBool(taskState(res, "image-sign") == pipeline.StateSucceeded && taskState(res, "verify") == pipeline.StateSucceeded)
+	s.signed = signed(res)
 	s.patched = taskResult(res, "bootimages", "MACHINESETS_PATCHED")
 	s.nodeCheck = taskResult(res, "image-build", "NODE_CHECK")
 	l.summaries = append(l.summaries, s)
@@ -237,6 +227,49 @@ func (l *localRun) runPool(ctx context.Context, pl PoolPlan) error {
 	}
 	att.end(res.Status)
 	return nil
+}
+
+// execute runs node-image as run for pool with the params every local run
+// has (the pool's repository, the folder as source) and extra, in the
+// run's own folder under the output, and returns its result, its attempt
+// (to end) and its work folder. An error is one the run could not start or
+// finish with; a failed task is in the result.
+func (l *localRun) execute(ctx context.Context, pool, run string, extra map[string]string) (*pipeline.RunResult, *attempt, string, error) {
+	runDir := filepath.Join(l.out, "runs", run)
+	// A run folder left by a failed or killed attempt is replaced, not
+	// mixed in (localattempt.go says why).
+	att, err := startAttempt(l.w, runDir, pool, run)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	work := filepath.Join(runDir, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, nil, "", err
+	}
+	params := map[string]string{
+		"pool": pool, "repository": l.host + "/kiln/node-image-" + pool, "source": "dir:" + l.src,
+	}
+	maps.Copy(params, extra)
+	ws := map[string]string{
+		"work": work, "manifests": l.src, "signing-key": l.keys.Cosign, "public-key": l.keys.Public,
+		"kmod-signing-cert": l.keys.KmodCert, "kmod-signing-key": l.keys.KmodKey,
+	}
+	// The Tasks pass $(workspaces.registries.path) as --registries-config:
+	// bound to the folder runLocal wrote, as cluster mode binds its copy.
+	ws[trigger.WorkspaceRegistries] = filepath.Join(l.out, registriesDir)
+	// image-build's node import cache outlives the runs, beside them in
+	// the output folder: the next run on the same base reads only the
+	// layers above it.
+	ws[workspaceCache] = filepath.Join(l.out, cacheDir)
+	if err := os.MkdirAll(ws[workspaceCache], 0o755); err != nil {
+		return nil, nil, "", err
+	}
+	l.exec.RunName, l.exec.OnTask = run, att.record
+	res, err := l.exec.Run(ctx, l.p, params, ws, filepath.Join(runDir, "tasks"))
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("running %s for pool %s: %w", run, pool, err)
+	}
+	return res, att, work, nil
 }
 
 func (l *localRun) printSummary() {
@@ -314,6 +347,11 @@ func taskResult(r *pipeline.RunResult, task, name string) string {
 		return t.Results[name]
 	}
 	return ""
+}
+
+// signed: image-sign and verify both succeeded.
+func signed(r *pipeline.RunResult) string {
+	return strconv.FormatBool(taskState(r, "image-sign") == pipeline.StateSucceeded && taskState(r, "verify") == pipeline.StateSucceeded)
 }
 
 func taskState(r *pipeline.RunResult, task string) string {

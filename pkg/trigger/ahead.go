@@ -83,9 +83,10 @@ type aheadWant struct {
 	err    error
 }
 
-// aheadSum is the fingerprint of an upgrade-ahead run: the pool's inputs
-// (poolSum) built for the target release.
-func aheadSum(poolSum string, t payload.Target) string {
+// AheadSum is the fingerprint of an upgrade-ahead run: the pool's inputs
+// (poolSum) built for the target release. Local mode keys its upgrade-ahead
+// runs on it too.
+func AheadSum(poolSum string, t payload.Target) string {
 	return digest([]byte(poolSum + "\x00" + t.Version + "\x00" + t.Image))
 }
 
@@ -147,7 +148,7 @@ func (c *Controller) aheadWants(w *world) []aheadWant {
 				"ClusterVersion %s: release %q cannot be a %s label value: %s", payload.ClusterVersionName, t.Version, LabelTargetRelease, strings.Join(errs, "; "))
 			continue
 		}
-		wants = append(wants, aheadWant{target: t, sum: aheadSum(w.fp.Sum, t)})
+		wants = append(wants, aheadWant{target: t, sum: AheadSum(w.fp.Sum, t)})
 	}
 	return wants
 }
@@ -259,29 +260,48 @@ func (c *Controller) createAhead(ctx context.Context, pool *mcfgv1.MachineConfig
 // base OS, extensions and driver-toolkit images (f) as the params every
 // stage builds on, the rollout and bootimages tasks skipped.
 func BuildAheadRun(c Config, s RunSpec, t payload.Target, f payload.Facts) *pipelinev1.PipelineRun {
-	sum := aheadSum(s.Fingerprint.Sum, t)
+	sum := AheadSum(s.Fingerprint.Sum, t)
 	s.Fingerprint = Fingerprint{Sum: sum, Parts: s.Fingerprint.Parts, Inputs: s.Fingerprint.Inputs}
 	s.Trigger = TriggerUpgradeAhead
-	s.Changes = fmt.Sprintf("prepares release %s (%s) ahead of the upgrade; no rollout", t.Version, t.Image)
+	s.Changes = AheadChanges(t)
 	s.BootImages, s.Pending, s.KmodRebuild = "", false, false
 	pr := BuildRun(c, s)
-	pr.Name = aheadRunName(s.Pool, t.Version, sum)
+	pr.Name = AheadRunName(s.Pool, t.Version, sum)
 	pr.Labels[LabelPipeline] = pipelineAhead
 	pr.Labels[LabelTargetRelease] = t.Version
 	pr.Annotations[AnnotTargetReleaseImage] = t.Image
-	setParam(pr, paramRollout, "false")
-	setParam(pr, paramTargetRelease, t.Version)
-	setParam(pr, paramTargetReleaseImage, t.Image)
-	setParam(pr, paramOSImage, f.BaseOSImage)
-	setParam(pr, paramExtensionsImage, f.ExtensionsImage)
-	setParam(pr, paramDTKImage, f.DriverToolkitImage)
+	params := AheadParams(t, f)
+	for _, k := range sortedKeys(params) {
+		setParam(pr, k, params[k])
+	}
 	return pr
 }
 
-// aheadRunName names the run after its pool and target release
+// AheadChanges is an upgrade-ahead run's changes param: what it prepares.
+func AheadChanges(t payload.Target) string {
+	return fmt.Sprintf("prepares release %s (%s) ahead of the upgrade; no rollout", t.Version, t.Image)
+}
+
+// AheadParams are the node-image params that make a run an upgrade-ahead
+// run for target t, over the params of the pool's normal run: no rollout,
+// the target named, and its base OS, extensions and driver-toolkit images
+// (f) as the images every stage builds on. Cluster and local mode both
+// set exactly these.
+func AheadParams(t payload.Target, f payload.Facts) map[string]string {
+	return map[string]string{
+		paramRollout:            "false",
+		paramTargetRelease:      t.Version,
+		paramTargetReleaseImage: t.Image,
+		paramOSImage:            f.BaseOSImage,
+		paramExtensionsImage:    f.ExtensionsImage,
+		paramDTKImage:           f.DriverToolkitImage,
+	}
+}
+
+// AheadRunName names the run after its pool and target release
 // (kiln-worker-ahead-4.19.1-<sum>); a release that does not fit a run name
 // falls back to RunName's "upgrade-ahead".
-func aheadRunName(pool, version, sum string) string {
+func AheadRunName(pool, version, sum string) string {
 	trig := "ahead-" + strings.ToLower(version)
 	if n := RunName(pool, trig, sum); len(validation.IsDNS1123Subdomain(n)) == 0 && strings.Contains(n, trig) {
 		return n

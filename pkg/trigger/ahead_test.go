@@ -83,7 +83,7 @@ func TestBuildAheadRunSaysWhichReleaseAndSkipsRollout(t *testing.T) {
 	f := payload.Facts{BaseOSImage: "quay.io/ocp/os@sha256:" + strings.Repeat("1", 64), ExtensionsImage: "quay.io/ocp/ext@sha256:" + strings.Repeat("2", 64),
 		DriverToolkitImage: "quay.io/ocp/dtk@sha256:" + strings.Repeat("3", 64)}
 	pr := BuildAheadRun(c, RunSpec{Namespace: "kiln", Pool: "worker", Fingerprint: Fingerprint{Sum: fpA}, BootImages: "abc", KmodRebuild: true}, tg, f)
-	sum := aheadSum(fpA, tg)
+	sum := AheadSum(fpA, tg)
 	params := map[string]string{}
 	for _, p := range pr.Spec.Params {
 		params[p.Name] = p.Value.StringVal
@@ -111,13 +111,13 @@ func TestBuildAheadRunSaysWhichReleaseAndSkipsRollout(t *testing.T) {
 }
 
 func TestAheadRunNameFallsBackWhenTheReleaseDoesNotFit(t *testing.T) {
-	sum := aheadSum(fpA, aheadTarget("x"))
+	sum := AheadSum(fpA, aheadTarget("x"))
 	for _, tc := range []struct{ version, want string }{
 		{"4.19.0-RC.1", "kiln-worker-ahead-4.19.0-rc.1-" + sum[:10]},
 		{"4.19.0-0.nightly-2025-01-01-000000-with-a-long-suffix", "kiln-worker-upgrade-ahead-" + sum[:10]},
 	} {
-		if got := aheadRunName("worker", tc.version, sum); got != tc.want {
-			t.Errorf("aheadRunName(worker, %q) = %q, want %q", tc.version, got, tc.want)
+		if got := AheadRunName("worker", tc.version, sum); got != tc.want {
+			t.Errorf("AheadRunName(worker, %q) = %q, want %q", tc.version, got, tc.want)
 		}
 	}
 }

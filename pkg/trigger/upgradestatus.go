@@ -57,23 +57,36 @@ func statusLines(pool string, runs []*pipelinev1.PipelineRun, wants []aheadWant)
 		var line string
 		switch {
 		case r == nil && w.err != nil:
-			line = StatusNotReady + ": payload: no upgrade-ahead run: " + w.err.Error()
+			line = UnreadableLine(w.err)
 		case r == nil:
 			line = StatusRunning + ": creating its upgrade-ahead PipelineRun"
 		default:
 			o := outcomeOf(r)
-			switch {
-			case !o.done:
+			if !o.done {
 				line = StatusRunning + ": PipelineRun " + r.Name
-			case o.ready:
-				line = StatusReady + ": PipelineRun " + r.Name + " built, signed and verified the node image"
-			default:
-				line = StatusNotReady + ": " + o.stage + ": " + o.cause + " (PipelineRun " + r.Name + ")"
+			} else {
+				line = ReadinessLine(r.Name, o.ready, o.stage, o.cause)
 			}
 		}
 		out[k] = capLine(termsafe.Escape(line))
 	}
 	return out
+}
+
+// UnreadableLine is the status of a target whose payload could not be
+// read: no upgrade-ahead run was made.
+func UnreadableLine(err error) string {
+	return StatusNotReady + ": payload: no upgrade-ahead run: " + err.Error()
+}
+
+// ReadinessLine is the status of a finished upgrade-ahead run: Ready, or
+// NotReady with the failed stage and its cause. Cluster mode writes it to
+// kiln-upgrade-status, local mode prints it; the caller escapes it.
+func ReadinessLine(run string, ready bool, stage, cause string) string {
+	if ready {
+		return StatusReady + ": PipelineRun " + run + " built, signed and verified the node image"
+	}
+	return StatusNotReady + ": " + stage + ": " + cause + " (PipelineRun " + run + ")"
 }
 
 // capLine cuts an escaped line at maxStatusLine bytes, on a rune boundary.
