@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -187,8 +186,14 @@ func (c *Controller) syncAhead(ctx context.Context, pool *mcfgv1.MachineConfigPo
 		}
 	}
 	for _, want := range p.create {
-		if err := c.createAhead(ctx, pool, w, want); err != nil {
+		pr, err := c.createAhead(ctx, pool, w, want)
+		if err != nil {
 			return err
+		}
+		if pr != nil {
+			// Told as running now: the status line is not written
+			// twice, "creating" first and the run's name on its event.
+			runs = append(runs, pr)
 		}
 	}
 	var cv *configv1.ClusterVersion
@@ -212,46 +217,35 @@ func (c *Controller) syncAhead(ctx context.Context, pool *mcfgv1.MachineConfigPo
 	return nil
 }
 
-// aheadRuns lists pool's upgrade-ahead runs from the cache, unlike the
-// pool's own runs (poolRuns): every pool reconcile asks, and an edit must
-// not wait on one more apiserver round trip for it. A stale cache is
-// harmless here: a run's name is its pool, release and fingerprint, so a
-// second create of one fails as AlreadyExists, cancelling is idempotent,
-// and a run the cache has not seen yet enqueues its pool when it arrives.
+// aheadRuns lists pool's upgrade-ahead runs as the trigger last wrote
+// them (listRuns): every pool reconcile asks, and an edit must not wait
+// on one more apiserver round trip for it.
 func (c *Controller) aheadRuns(ctx context.Context, pool string) ([]*pipelinev1.PipelineRun, error) {
-	var list pipelinev1.PipelineRunList
-	err := c.Client.List(ctx, &list, client.InNamespace(c.Namespace),
-		client.MatchingLabels{LabelRunsManagedBy: ManagedBy, LabelPool: pool, LabelPipeline: pipelineAhead})
-	if err != nil {
-		return nil, fmt.Errorf("listing upgrade-ahead PipelineRuns of pool %q: %w", pool, err)
-	}
-	out := make([]*pipelinev1.PipelineRun, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	newestFirst(out)
-	return out, nil
+	return c.listRuns(ctx, pool, pipelineAhead)
 }
 
-func (c *Controller) createAhead(ctx context.Context, pool *mcfgv1.MachineConfigPool, w *world, want aheadWant) error {
+// createAhead creates want's run and returns it (nil when it existed).
+func (c *Controller) createAhead(ctx context.Context, pool *mcfgv1.MachineConfigPool, w *world, want aheadWant) (*pipelinev1.PipelineRun, error) {
 	var err error
 	if w.config.Cluster, err = c.clusterRun(ctx, w.pipeline); err != nil {
-		return err
+		return nil, err
 	}
 	pr := BuildAheadRun(w.config, RunSpec{Namespace: c.Namespace, Pool: pool.Name, Fingerprint: w.fp, Tasks: w.tasks}, want.target, want.facts)
 	if err := validateRun(ctx, pr); err != nil {
-		return fail(ReasonConfig, err)
+		return nil, fail(ReasonConfig, err)
 	}
-	if err := c.Client.Create(ctx, pr); err != nil {
+	err = c.Client.Create(ctx, pr)
+	c.writes.note(pr, false, err)
+	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return nil
+			return nil, nil
 		}
-		return fail(ReasonRuns, fmt.Errorf("creating upgrade-ahead PipelineRun %s: %w", pr.Name, err))
+		return nil, fail(ReasonRuns, fmt.Errorf("creating upgrade-ahead PipelineRun %s: %w", pr.Name, err))
 	}
 	metricCreated.WithLabelValues(pool.Name, TriggerUpgradeAhead).Inc()
 	c.Recorder.Eventf(pool, corev1.EventTypeNormal, ReasonAheadCreated, "created PipelineRun %s: prepares release %s (%s, selected as %s) on its OS image %s and driver-toolkit %s, with no rollout",
 		pr.Name, want.target.Version, want.target.Image, strings.Join(want.target.Why, ", "), want.facts.BaseOSImage, want.facts.DriverToolkitImage)
-	return nil
+	return pr, nil
 }
 
 // BuildAheadRun makes pool's upgrade-ahead run for target from the spec of

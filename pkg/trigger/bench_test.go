@@ -25,22 +25,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// writeCounter counts the trigger's API writes (events included).
+// writeCounter counts the trigger's API writes (events included) and
+// its reads (watches left out: one long request each).
 type writeCounter struct {
-	rt     http.RoundTripper
-	writes *atomic.Int64
+	rt            http.RoundTripper
+	writes, reads *atomic.Int64
 }
 
 func (w writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	switch {
+	case r.Method != http.MethodGet && r.Method != http.MethodHead:
 		w.writes.Add(1)
+	case r.URL.Query().Get("watch") != "true":
+		w.reads.Add(1)
 	}
 	return w.rt.RoundTrip(r)
 }
 
-// BenchmarkTriggerLatency: 5000 MCs in 50 pools; one MC edit at a time,
-// the time until its pool's PipelineRun exists (p50, p99) and the
-// trigger's API writes per edit, beside a CPU load of one busy process per
+// BenchmarkTriggerLatency: 5000 MCs in 50 pools, and the ClusterVersion
+// offering an update, so upgrade-ahead is on and every edit also makes
+// the pool's upgrade-ahead run; one MC edit at a time, the time until its
+// pool's PipelineRun exists (p50, p99) and the trigger's API writes and
+// reads per edit, beside a CPU load of one busy process per
 // core (the load average at the start and end of each timed loop is
 // reported). The reference, measured in the same loop, is how long a
 // plain watch takes to see the edit: the floor any controller sits on.
@@ -56,6 +62,7 @@ func BenchmarkTriggerLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	h.c = c
+	h.offerUpdates(h.offered("4.18.3"))
 	var names []string
 	objs := []client.Object{}
 	for i := range pools {
@@ -91,9 +98,9 @@ type benchLatency struct {
 func (bl *benchLatency) run(b *testing.B, settle, maxSettle time.Duration) {
 	const edits = 100
 	h := bl.h
-	var writes atomic.Int64
+	var writes, reads atomic.Int64
 	cfg := rest.CopyConfig(bl.fast)
-	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return writeCounter{rt, &writes} }
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return writeCounter{rt, &writes, &reads} }
 	mgr, err := NewManager(cfg, Options{Namespace: ns, MetricsAddr: "0", ProbeAddr: "0", Settle: settle, MaxSettle: maxSettle})
 	if err != nil {
 		b.Fatal(err)
@@ -102,7 +109,8 @@ func (bl *benchLatency) run(b *testing.B, settle, maxSettle time.Duration) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = mgr.Start(ctx) }()
 	defer func() { cancel(); <-done }()
-	eventually(b, 5*time.Minute, "one run per pool", func() bool { return len(h.runs("")) >= len(bl.pools) })
+	// Each pool's run and its upgrade-ahead run.
+	eventually(b, 5*time.Minute, "two runs per pool", func() bool { return len(h.runs("")) >= 2*len(bl.pools) })
 
 	wc, err := client.NewWithWatch(h.kube.Config, client.Options{Scheme: h.kube.Scheme})
 	if err != nil {
@@ -117,6 +125,7 @@ func (bl *benchLatency) run(b *testing.B, settle, maxSettle time.Duration) {
 	bl.editOnce(b, mcsW, runsW)
 	var trigger, reference []time.Duration
 	writes.Store(0)
+	reads.Store(0)
 	loadStart, cpuStart := loadAverage(b), cpuTime(b)
 	b.ResetTimer()
 	for range edits {
@@ -129,6 +138,7 @@ func (bl *benchLatency) run(b *testing.B, settle, maxSettle time.Duration) {
 	p50, p99 := percentile(trigger, 50), percentile(trigger, 99)
 	ref50, ref99 := percentile(reference, 50), percentile(reference, 99)
 	perEdit := float64(writes.Load()) / edits
+	readsPerEdit := float64(reads.Load()) / edits
 	b.ReportMetric(ms(p50), "p50-ms")
 	b.ReportMetric(ms(p99), "p99-ms")
 	b.ReportMetric(ms(ref50), "ref-watch-p50-ms")
@@ -137,11 +147,12 @@ func (bl *benchLatency) run(b *testing.B, settle, maxSettle time.Duration) {
 	// The process's CPU: the trigger's, and the benchmark's own clients.
 	b.ReportMetric(ms(cpu)/edits, "cpu-ms/edit")
 	b.ReportMetric(perEdit, "writes/edit")
+	b.ReportMetric(readsPerEdit, "reads/edit")
 	b.ReportMetric(loadStart, "load-start")
 	b.ReportMetric(loadEnd, "load-end")
 	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	fmt.Printf("trigger settle=%s: p50 %s p99 %s ref p50 %s p99 %s writes/edit %.1f load %.1f->%.1f\n",
-		settle, r(p50), r(p99), r(ref50), r(ref99), perEdit, loadStart, loadEnd)
+	fmt.Printf("trigger settle=%s: p50 %s p99 %s ref p50 %s p99 %s writes/edit %.1f reads/edit %.1f load %.1f->%.1f\n",
+		settle, r(p50), r(p99), r(ref50), r(ref99), perEdit, readsPerEdit, loadStart, loadEnd)
 }
 
 // editOnce edits one MC and returns how long the plain watch took to see

@@ -25,18 +25,16 @@ func (c *Controller) reconcileBootImages(ctx context.Context, _ reconcile.Reques
 	if err != nil || sum == "" {
 		return reconcile.Result{}, err
 	}
-	var list pipelinev1.PipelineRunList
-	if err := c.APIReader.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{LabelRunsManagedBy: ManagedBy}); err != nil {
-		return reconcile.Result{}, fmt.Errorf("listing PipelineRuns: %w", err)
-	}
-	for i := range list.Items {
-		r := &list.Items[i]
-		boot := r.Annotations[AnnotBootImages]
-		if boot == sum {
-			return reconcile.Result{}, nil // done, or under way
+	// Every run event of every pool comes here, and the stream is nearly
+	// always taken care of: the cache's runs say so without a round trip.
+	// They may be a watch event behind, which only matters for a create,
+	// so that is decided on a live list.
+	for _, r := range []client.Reader{c.Client, c.APIReader} {
+		var list pipelinev1.PipelineRunList
+		if err := r.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{LabelRunsManagedBy: ManagedBy}); err != nil {
+			return reconcile.Result{}, fmt.Errorf("listing PipelineRuns: %w", err)
 		}
-		if boot != "" && stateOf(r) != runDone {
-			// One writer of MachineSets at a time; its end requeues us.
+		if bootImagesHandled(list.Items, sum) {
 			return reconcile.Result{}, nil
 		}
 	}
@@ -68,6 +66,19 @@ func (c *Controller) reconcileBootImages(ctx context.Context, _ reconcile.Reques
 		log.FromContext(ctx).Info("created standalone bootimages run", "run", pr.Name)
 	}
 	return reconcile.Result{}, nil
+}
+
+// bootImagesHandled: a run was made for boot image stream sum (done, or
+// under way), or another bootimages run is under way: one writer of
+// MachineSets at a time, and its end requeues the reconcile.
+func bootImagesHandled(runs []pipelinev1.PipelineRun, sum string) bool {
+	for i := range runs {
+		boot := runs[i].Annotations[AnnotBootImages]
+		if boot == sum || (boot != "" && stateOf(&runs[i]) != runDone) {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeImageRunComing: some enabled boot-image pool has inputs no run

@@ -46,9 +46,10 @@ const BootImagesConfigMap = "coreos-bootimages"
 const poolWorkers = 4
 
 // Controller starts node-image runs per pool and standalone bootimages
-// runs. Reads of objects come from the cache; PipelineRuns are listed live
-// (APIReader), so decisions never rest on a run the cache has not seen
-// yet.
+// runs. Reads of objects come from the cache; a pool's PipelineRuns too,
+// once the cache has seen the trigger's own writes to them, and live
+// (APIReader) until then (ownwrites.go), so decisions never rest on a
+// list that misses the trigger's last create or cancel.
 type Controller struct {
 	Client    client.Client
 	APIReader client.Reader
@@ -71,6 +72,7 @@ type Controller struct {
 	settle       *settler
 	ready        readyReleases   // kiln_upgrade_ready series per pool
 	payloads     releasePayloads // upgrade targets' payload facts
+	writes       ownWrites       // run writes the cache may not show yet
 	registriesMu sync.Mutex
 }
 

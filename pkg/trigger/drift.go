@@ -51,6 +51,9 @@ func (c *Controller) countDrift(ctx context.Context, pool string, runs []*pipeli
 		}
 		r.Annotations[AnnotDriftCounted] = "true"
 		err := c.Client.Patch(ctx, r, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}))
+		if !apierrors.IsConflict(err) { // a conflict wrote nothing
+			c.writes.note(r, false, err)
+		}
 		switch {
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 			continue // the next reconcile sees the run as it is now

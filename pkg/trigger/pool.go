@@ -114,20 +114,10 @@ func (c *Controller) applyUnlessWaiting(ctx context.Context, pool *mcfgv1.Machin
 	return c.apply(ctx, pool, w, runs, plan)
 }
 
-// poolRuns lists pool's node-image runs, live.
+// poolRuns lists pool's node-image runs, newest first, as the trigger
+// last wrote them (listRuns).
 func (c *Controller) poolRuns(ctx context.Context, pool string) ([]*pipelinev1.PipelineRun, error) {
-	var list pipelinev1.PipelineRunList
-	err := c.APIReader.List(ctx, &list, client.InNamespace(c.Namespace),
-		client.MatchingLabels{LabelRunsManagedBy: ManagedBy, LabelPool: pool, LabelPipeline: pipelineNodeImage})
-	if err != nil {
-		return nil, fmt.Errorf("listing PipelineRuns of pool %q: %w", pool, err)
-	}
-	out := make([]*pipelinev1.PipelineRun, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	newestFirst(out)
-	return out, nil
+	return c.listRuns(ctx, pool, pipelineNodeImage)
 }
 
 // plan is what decide wants done; apply does it.
@@ -224,7 +214,9 @@ func (c *Controller) apply(ctx context.Context, pool *mcfgv1.MachineConfigPool, 
 		return nil
 	}
 	if p.recreate != nil {
-		if err := c.Client.Delete(ctx, p.recreate, client.Preconditions{UID: &p.recreate.UID}); err != nil && !apierrors.IsNotFound(err) {
+		err := c.Client.Delete(ctx, p.recreate, client.Preconditions{UID: &p.recreate.UID})
+		c.writes.note(p.recreate, true, err)
+		if err != nil && !apierrors.IsNotFound(err) {
 			return fail(ReasonRuns, fmt.Errorf("deleting stale PipelineRun %s: %w", p.recreate.Name, err))
 		}
 	}
@@ -262,7 +254,9 @@ func (c *Controller) create(ctx context.Context, pool *mcfgv1.MachineConfigPool,
 	if err := validateRun(ctx, pr); err != nil {
 		return fail(ReasonConfig, err)
 	}
-	if err := c.Client.Create(ctx, pr); err != nil {
+	err = c.Client.Create(ctx, pr)
+	c.writes.note(pr, false, err)
+	if err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // another reconcile (or our previous life) made it
 		}
@@ -291,6 +285,7 @@ func (c *Controller) setStatus(ctx context.Context, r *pipelinev1.PipelineRun, s
 		patch = fmt.Appendf(nil, `{"spec":{"status":%q}}`, st)
 	}
 	err := c.Client.Patch(ctx, r, client.RawPatch("application/merge-patch+json", patch))
+	c.writes.note(r, false, err)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("setting PipelineRun %s spec.status to %q: %w", r.Name, st, err)
 	}
@@ -302,6 +297,7 @@ func (c *Controller) setStatus(ctx context.Context, r *pipelinev1.PipelineRun, s
 func (c *Controller) supersede(ctx context.Context, r *pipelinev1.PipelineRun, st pipelinev1.PipelineRunSpecStatus, by string) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}},"spec":{"status":%q}}`, AnnotSupersededBy, by, st)
 	err := c.Client.Patch(ctx, r, client.RawPatch("application/merge-patch+json", patch))
+	c.writes.note(r, false, err)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("cancelling PipelineRun %s: %w", r.Name, err)
 	}

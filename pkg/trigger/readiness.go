@@ -203,7 +203,9 @@ func runOf(runs []*pipelinev1.PipelineRun, sum string) *pipelinev1.PipelineRun {
 
 func (c *Controller) markReported(ctx context.Context, r *pipelinev1.PipelineRun) error {
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"true"}}}`, AnnotReadinessReported)
-	if err := c.Client.Patch(ctx, r, client.RawPatch("application/merge-patch+json", patch)); err != nil && !apierrors.IsNotFound(err) {
+	err := c.Client.Patch(ctx, r, client.RawPatch("application/merge-patch+json", patch))
+	c.writes.note(r, false, err)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("marking PipelineRun %s reported: %w", r.Name, err)
 	}
 	return nil

@@ -25,8 +25,10 @@ func (c *Controller) wavesAllow(ctx context.Context, pool *mcfgv1.MachineConfigP
 	if err := c.Client.List(ctx, &pools, client.MatchingLabels{LabelEnabled: "true"}); err != nil {
 		return false, err
 	}
+	// From the cache: a success it has not seen yet only holds the pool
+	// until that run's event, which enqueues every pool of a wave.
 	var runs pipelinev1.PipelineRunList
-	if err := c.APIReader.List(ctx, &runs, client.InNamespace(c.Namespace),
+	if err := c.Client.List(ctx, &runs, client.InNamespace(c.Namespace),
 		client.MatchingLabels{LabelRunsManagedBy: ManagedBy, LabelPipeline: pipelineNodeImage}); err != nil {
 		return false, fmt.Errorf("listing PipelineRuns: %w", err)
 	}
