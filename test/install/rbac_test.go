@@ -113,7 +113,7 @@ func TestRBACMatchesSteps(t *testing.T) {
 		// not take; key Grant.Key(), value why.
 		allowUnused map[string]string
 	}{
-		{task: "kiln-render", run: func(t *testing.T, kc string) { renderStage(t, admin, kc) }},
+		{task: "kiln-render", run: func(t *testing.T, kc string) { renderStage(t, admin, kc, e.Registry.Ref("rbac/kmod-infra:1")) }},
 		{task: "kiln-rollout", run: func(t *testing.T, kc string) { rolloutStage(t, e, kc) }},
 		{task: "kiln-bootimages", run: func(t *testing.T, kc string) { bootImagesStage(t, admin, kc) },
 			allowUnused: map[string]string{
@@ -191,7 +191,9 @@ func hasKey(gs []Grant, key string) bool {
 
 // renderStage: pkg/render's custom-pool golden case plus a ModuleDay0 in
 // namespace kiln, rendered from the cluster.
-func renderStage(t *testing.T, admin client.Client, kubeconfig string) {
+// kmodImage is the ModuleDay0's image: in the test registry, since
+// kiln-prune later scans every ModuleDay0's repository.
+func renderStage(t *testing.T, admin client.Client, kubeconfig, kmodImage string) {
 	objs, err := mcrender.LoadDir(filepath.Join(env.RepoRoot(), "pkg", "render", "testdata", "golden", "custom-pool-over-worker"))
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +212,7 @@ func renderStage(t *testing.T, admin client.Client, kubeconfig string) {
 		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: installNS},
 		Spec: kmmv1beta1.ModuleDay0Spec{
 			MachineConfigPoolSelector: map[string]string{"node-role.kubernetes.io/infra": ""},
-			OSMapping:                 kmmv1beta1.OSMapping{ContainerImage: "registry.example.com/kmod/infra:1"},
+			OSMapping:                 kmmv1beta1.OSMapping{ContainerImage: kmodImage},
 		},
 	})
 	work, results := t.TempDir(), t.TempDir()
