@@ -34,10 +34,11 @@ var wavePools = []string{"worker", "master", "infra"}
 // MachineSets. Then one MachineConfig edit makes exactly one run, and a
 // payload change makes a run for every pool, in wave order. Tekton Chains
 // signs and attests every image. Last, a Git push through Tekton Triggers
-// makes one GitOps run (testGitOpsPush), and kiln-reproduce rebuilds infra's
-// image from its attestation (testReproduce). Then, on the same cluster, each
-// catalog resource's tests/ folder runs as tektoncd/catalog's CI runs it
-// (testCatalog).
+// makes one GitOps run (testGitOpsPush), kiln-reproduce rebuilds infra's
+// image from its attestation (testReproduce), and offered releases are
+// prepared ahead and reused by the upgrade (testUpgradeAhead). Then, on the
+// same cluster, each catalog resource's tests/ folder runs as
+// tektoncd/catalog's CI runs it (testCatalog).
 func TestRealTekton(t *testing.T) {
 	c := startCluster(t)
 	ctx := t.Context()
@@ -85,6 +86,11 @@ func TestRealTekton(t *testing.T) {
 	// signed kmod base) from its attestation gives the same digests
 	// (reproduce_test.go).
 	t.Run("reproduce rebuilds infra's image from its attestation", func(t *testing.T) { c.testReproduce(ctx, t, upgrade["infra"]) })
+
+	// 7. Upgrade-ahead (ahead_test.go): two offered releases get each
+	// pool's next image built with no rollout; a broken kernel module is
+	// NotReady before any upgrade; the upgrade then reuses every image.
+	t.Run("upgrade-ahead prepares the offered release and the upgrade reuses it", func(t *testing.T) { c.testUpgradeAhead(ctx, t) })
 	c.printRuns(ctx)
 
 	// 5. The catalog's tests/ folders, one subtest per resource.
