@@ -162,17 +162,19 @@ func (bl *benchLatency) editOnce(b *testing.B, mcsW, runsW watch.Interface) (ref
 	bl.edit++
 	p := bl.pools[i%len(bl.pools)]
 	mc := fmt.Sprintf("50-%s-%03d", p, (i/len(bl.pools))%bl.perPool)
-	before := len(h.runs(p))
 	karg := fmt.Sprintf("edit=%d", i)
 	start := time.Now()
 	h.setKarg(mc, karg)
-	seen := waitFor(b, "the MC watch to see "+mc, mcsW.ResultChan(), func(o any) bool {
-		m, ok := o.(*mcfgv1.MachineConfig)
+	seen := waitFor(b, "the MC watch to see "+mc, mcsW.ResultChan(), func(e watch.Event) bool {
+		m, ok := e.Object.(*mcfgv1.MachineConfig)
 		return ok && m.Name == mc && slices.Contains(m.Spec.KernelArguments, karg)
 	})
-	at := waitFor(b, "a new run of "+p, runsW.ResultChan(), func(o any) bool {
-		r, ok := o.(*pipelinev1.PipelineRun)
-		return ok && r.Labels[LabelPool] == p && len(h.runs(p)) > before
+	// The pool's new run is the watch's next ADDED run of the pool that
+	// is not an upgrade-ahead run: decided from the event alone, as the
+	// reference is, with no API call between the event and the clock.
+	at := waitFor(b, "a new run of "+p, runsW.ResultChan(), func(e watch.Event) bool {
+		r, ok := e.Object.(*pipelinev1.PipelineRun)
+		return ok && e.Type == watch.Added && r.Labels[LabelPool] == p && r.Labels[LabelPipeline] != pipelineAhead
 	})
 	return seen.Sub(start), at.Sub(start)
 }
@@ -237,19 +239,20 @@ func watchFromNow(b *testing.B, wc client.WithWatch, list client.ObjectList, opt
 }
 
 // waitFor reads events until ok accepts one, returning when.
-func waitFor(b *testing.B, what string, ch <-chan watch.Event, ok func(any) bool) time.Time {
+func waitFor(b *testing.B, what string, ch <-chan watch.Event, ok func(watch.Event) bool) time.Time {
 	timeout := time.After(time.Minute)
 	for {
 		select {
 		case e, open := <-ch:
+			at := time.Now()
 			if !open {
 				b.Fatalf("waiting for %s: the watch closed", what)
 			}
 			if e.Type == watch.Error {
 				b.Fatalf("waiting for %s: %v", what, e.Object)
 			}
-			if ok(e.Object) {
-				return time.Now()
+			if ok(e) {
+				return at
 			}
 		case <-timeout:
 			b.Fatalf("timed out waiting for %s", what)
