@@ -92,7 +92,12 @@ func startCluster(t *testing.T) *cluster {
 	// Chains as a user configures it (README "Supply chain"): it signs and
 	// attests what the TaskRuns' results name, with its own key.
 	c.chains = env.StartChains(t, c.kube, env.ChainsOptions{Config: env.ChainsConfig()})
-	c.node.HostPathPVs(t, 24, storageClass, "2Gi")
+	// Every run's work workspace claims one volume for good (runs are kept,
+	// and their claims with them). With the upgrade-ahead phase (6 ahead
+	// runs, 3 upgrade runs) 24 were all taken by the catalog's kmod-build
+	// test, whose run then sat pending; the catalog tests after it take
+	// more. They are folders; the size is nominal.
+	c.node.HostPathPVs(t, 48, storageClass, "2Gi")
 
 	c.makeImages(ctx)
 
