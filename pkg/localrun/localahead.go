@@ -82,18 +82,9 @@ func planAhead(cv *configv1.ClusterVersion, sel payload.Selection, plans []PoolP
 // default when the folder has no kiln-config or it has no such key.
 func aheadSelection(objs *mcrender.Objects, namespace string) (payload.Selection, error) {
 	for _, cm := range objs.ConfigMaps {
-		if cm.Name != trigger.ConfigName || cm.Namespace != namespace {
-			continue
+		if cm.Name == trigger.ConfigName && cm.Namespace == namespace {
+			return trigger.UpgradeAheadSelection(cm)
 		}
-		v, ok := cm.Data["upgradeAhead"]
-		if !ok {
-			break
-		}
-		sel, err := payload.ParseSelection(v)
-		if err != nil {
-			return payload.Selection{}, fmt.Errorf("ConfigMap %s/%s: data.upgradeAhead: %w", cm.Namespace, cm.Name, err)
-		}
-		return sel, nil
 	}
 	return payload.DefaultSelection, nil
 }

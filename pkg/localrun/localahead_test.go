@@ -11,8 +11,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kiln-dev/kiln/examples"
+	"github.com/kiln-dev/kiln/pkg/mcrender"
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/trigger"
@@ -245,4 +248,40 @@ func readinessRows(s string) map[string]string {
 		}
 	}
 	return rows
+}
+
+// TestFolderKilnConfigSelectsTargetsAsTheClusterDoes: the folder's
+// kiln-config in the trigger's namespace picks the targets; another
+// namespace's is not kiln's; a bad value is refused with ParseConfig's
+// message.
+func TestFolderKilnConfigSelectsTargetsAsTheClusterDoes(t *testing.T) {
+	cm := func(ns, v string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: trigger.ConfigName, Namespace: ns},
+			Data: map[string]string{"repository": "r.example/os-{pool}", "upgradeAhead": v}}
+	}
+	for _, tc := range []struct {
+		name    string
+		cms     []*corev1.ConfigMap
+		want    payload.Selection
+		wantErr bool
+	}{
+		{name: "no kiln-config", want: payload.DefaultSelection},
+		{name: "z-stream only", cms: []*corev1.ConfigMap{cm("kiln", "z-stream")}, want: payload.Selection{ZStream: true}},
+		{name: "another namespace's", cms: []*corev1.ConfigMap{cm("other", "none")}, want: payload.DefaultSelection},
+		{name: "bad selector", cms: []*corev1.ConfigMap{cm("kiln", "x-stream")}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := aheadSelection(&mcrender.Objects{ConfigMaps: tc.cms}, trigger.DefaultNamespace)
+			if tc.wantErr {
+				_, want := trigger.ParseConfig(tc.cms[0])
+				if err == nil || want == nil || err.Error() != want.Error() {
+					t.Fatalf("error %v, want ParseConfig's %v", err, want)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("selection %+v (%v), want %+v", got, err, tc.want)
+			}
+		})
+	}
 }

@@ -33,6 +33,9 @@ const (
 	keyPodTemplate        = "podTemplate"
 	keyDriftGate          = "driftGate"
 	keyUpgradeAhead       = "upgradeAhead"
+	// keyRetention is the retention block (YAML): keepPerPool, schedule
+	// and apply, for the scheduled kiln-prune TaskRun (prune.go).
+	keyRetention = "retention"
 )
 
 // Config is the parsed kiln-config ConfigMap. It is a value: Parse builds
@@ -168,13 +171,11 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 		}
 		c.Retention = r
 	}
-	if v, ok := d[keyUpgradeAhead]; ok {
-		sel, err := payload.ParseSelection(v)
-		if err != nil {
-			return Config{}, fmt.Errorf("%s: %w", where(keyUpgradeAhead), err)
-		}
-		c.UpgradeAhead = sel
+	sel, err := UpgradeAheadSelection(cm)
+	if err != nil {
+		return Config{}, err
 	}
+	c.UpgradeAhead = sel
 	if v := d[keyPodTemplate]; strings.TrimSpace(v) != "" {
 		c.PodTemplate = &pod.Template{}
 		if err := yaml.UnmarshalStrict([]byte(v), c.PodTemplate); err != nil {
@@ -182,6 +183,21 @@ func ParseConfig(cm *corev1.ConfigMap) (Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// UpgradeAheadSelection reads kiln-config's upgradeAhead: the default
+// without the key. Local mode reads a folder's kiln-config through it,
+// so both modes take and refuse the same values with the same message.
+func UpgradeAheadSelection(cm *corev1.ConfigMap) (payload.Selection, error) {
+	v, ok := cm.Data[keyUpgradeAhead]
+	if !ok {
+		return payload.DefaultSelection, nil
+	}
+	sel, err := payload.ParseSelection(v)
+	if err != nil {
+		return payload.Selection{}, fmt.Errorf("ConfigMap %s/%s: data.%s: %w", cm.Namespace, cm.Name, keyUpgradeAhead, err)
+	}
+	return sel, nil
 }
 
 // parseDriftGate reads driftGate: one mode for every pool ("warn"), or a

@@ -22,10 +22,6 @@ import (
 	"github.com/kiln-dev/kiln/pkg/retention"
 )
 
-// keyRetention is kiln-config's retention block (YAML): keepPerPool,
-// schedule and apply, for the scheduled kiln-prune TaskRun.
-const keyRetention = "retention"
-
 // minPruneInterval keeps a schedule from hammering the registry: each
 // prune lists and verifies every signed image of kiln's repositories.
 const minPruneInterval = 10 * time.Minute
