@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/kiln-dev/kiln/cmd/cli"
@@ -51,7 +50,10 @@ func TestAheadImageIsTheUpgradesImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := pushNextBase(t, ctx, e.Registry.Host)
+	next, err := PushNextBase(ctx, e.Registry.Host, "io.kiln.test.release", nextRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ext := refs[1]
 	// worker and master take the fast path, infra the buildah path
 	// (its Containerfile, build context and extensions image are inputs).
@@ -135,31 +137,6 @@ func buildFor(t *testing.T, host, dir, pool string, extra ...string) builtFor {
 		t.Fatal(err)
 	}
 	return builtFor{rendered: mc, report: rep}
-}
-
-// pushNextBase pushes the next release's OS image (the sample base with one
-// more label, so a new digest) to host and returns it by digest.
-func pushNextBase(t *testing.T, ctx context.Context, host string) string {
-	t.Helper()
-	base, err := BaseImage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := base.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg = cfg.DeepCopy()
-	cfg.Config.Labels["io.kiln.test.release"] = nextRelease
-	img, err := mutate.ConfigFile(base, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refs, err := Push(ctx, host, []Named{{Repository: BaseRepository, Image: img}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return refs[0]
 }
 
 // movedCluster copies examples/cluster as the cluster looks once it moved

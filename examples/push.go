@@ -79,3 +79,28 @@ func local(host string) registry.Remote {
 	}
 	return registry.Remote{Insecure: []string{host}}
 }
+
+// PushNextBase pushes the sample base OS image with one more label
+// (key=value: a new digest, the same files) to BaseRepository on host, as
+// a new release's OS image, and returns it by digest.
+func PushNextBase(ctx context.Context, host, key, value string) (string, error) {
+	base, err := BaseImage()
+	if err != nil {
+		return "", err
+	}
+	cfg, err := base.ConfigFile()
+	if err != nil {
+		return "", fmt.Errorf("reading the base image's config: %w", err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Config.Labels[key] = value
+	next, err := mutate.ConfigFile(base, cfg)
+	if err != nil {
+		return "", fmt.Errorf("labelling the base image: %w", err)
+	}
+	refs, err := Push(ctx, host, []Named{{Repository: BaseRepository, Image: next}})
+	if err != nil {
+		return "", err
+	}
+	return refs[0], nil
+}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,7 +102,10 @@ func TestRunLocalPreparesOfferedReleasesWithNoRollout(t *testing.T) {
 			ext = r
 		}
 	}
-	next := pushNextBase(t, reg.Host)
+	next, err := examples.PushNextBase(ctx, reg.Host, "io.kiln.test.release", "4.20.4")
+	if err != nil {
+		t.Fatal(err)
+	}
 	// No pool here has a kernel module: any image by digest stands for the
 	// driver toolkit the release must name.
 	release := env.PushRelease(t, reg.Host+"/openshift/release:4.20.4", "4.20.4", map[string]string{
@@ -191,31 +193,6 @@ func TestUnreadablePayloadIsNotReadyWithNoRun(t *testing.T) {
 	if pending(plans) {
 		t.Error("pending with every target unreadable or done")
 	}
-}
-
-// pushNextBase pushes the next release's OS image (the sample base with
-// one more label: a new digest) to host and returns it by digest.
-func pushNextBase(t *testing.T, host string) string {
-	t.Helper()
-	base, err := examples.BaseImage()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := base.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg = cfg.DeepCopy()
-	cfg.Config.Labels["io.kiln.test.release"] = "4.20.4"
-	img, err := mutate.ConfigFile(base, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refs, err := examples.Push(context.Background(), host, []examples.Named{{Repository: examples.BaseRepository, Image: img}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return refs[0]
 }
 
 // rowsByRun reads the summary table: run name → its columns.

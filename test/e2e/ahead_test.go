@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	configv1 "github.com/openshift/api/config/v1"
 	machinev1beta1 "github.com/openshift/api/machine/v1beta1"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -141,25 +140,10 @@ func (c *cluster) testUpgradeAhead(ctx context.Context, t *testing.T) {
 // cluster's extensions image and a driver toolkit by digest. It returns
 // them and the extensions image.
 func (c *cluster) pushReleases(ctx context.Context) (ready, broken offer, ext string) {
-	base, err := examples.BaseImage()
+	osImage, err := examples.PushNextBase(ctx, c.reg.Host, "io.kiln.e2e.payload", readyRelease)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cfg, err := base.ConfigFile()
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	cfg = cfg.DeepCopy()
-	cfg.Config.Labels["io.kiln.e2e.payload"] = readyRelease
-	next, err := mutate.ConfigFile(base, cfg)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	refs, err := examples.Push(ctx, c.reg.Host, []examples.Named{{Repository: examples.BaseRepository, Image: next}})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	osImage := refs[0]
 	cm := &corev1.ConfigMap{}
 	if err := c.c.Get(ctx, client.ObjectKey{Namespace: payload.Namespace, Name: payload.OSImageURLMap}, cm); err != nil {
 		c.t.Fatal(err)

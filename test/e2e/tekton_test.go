@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -402,21 +401,7 @@ func (c *cluster) editMachineConfig(ctx context.Context, name string) {
 // changePayload pushes a new base OS image (one more label, so a new
 // digest) and points the payload's ConfigMap at it, as an upgrade does.
 func (c *cluster) changePayload(ctx context.Context) {
-	base, err := examples.BaseImage()
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	cfg, err := base.ConfigFile()
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	cfg = cfg.DeepCopy()
-	cfg.Config.Labels["io.kiln.e2e.payload"] = "2"
-	next, err := mutate.ConfigFile(base, cfg)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	refs, err := examples.Push(ctx, c.reg.Host, []examples.Named{{Repository: examples.BaseRepository, Image: next}})
+	next, err := examples.PushNextBase(ctx, c.reg.Host, "io.kiln.e2e.payload", "2")
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -424,7 +409,7 @@ func (c *cluster) changePayload(ctx context.Context) {
 	if err := c.c.Get(ctx, client.ObjectKey{Namespace: payload.Namespace, Name: payload.OSImageURLMap}, cm); err != nil {
 		c.t.Fatal(err)
 	}
-	cm.Data["baseOSContainerImage"] = refs[0]
+	cm.Data["baseOSContainerImage"] = next
 	if err := c.c.Update(ctx, cm); err != nil {
 		c.t.Fatal(err)
 	}
