@@ -307,6 +307,20 @@ func (res *BuildResult) reuse(ctx context.Context, r registry.Remote, tag name.T
 	image := tag.Context().Digest(desc.Digest.String())
 	switch err := proof.Prove(ctx, r, image, id, res.Inputs); {
 	case err == nil:
+		// A reused image is not signed again (the Pipeline skips
+		// image-sign), so it must be one the node can read as it is: a
+		// signature layer over the limit makes containers/image refuse it
+		// until image-sign writes the artifact anew. Rebuild (the same
+		// digest) so that image-sign runs.
+		n, err := proof.Oversized(ctx, r, image)
+		if err != nil {
+			return false, fmt.Errorf("proving the existing build %s: %w", tag, registry.Classify(err, "reading signatures of", image.String()))
+		}
+		if n > 0 {
+			res.Rejected = fmt.Sprintf("tag %s holds %s, proven, but its signature artifact has %d layers over the %d-byte limit nodes read; rebuilt so that image-sign writes the signatures anew",
+				tag.TagStr(), desc.Digest, n, proof.MaxAttachmentSize)
+			return false, nil
+		}
 		res.Digest, res.Reused, res.Ref = desc.Digest, true, image.String()
 		// The proven inputs name the node rules; kiln signs only an image
 		// that passed them.

@@ -10,9 +10,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/kiln-dev/kiln/pkg/registry"
+	"github.com/kiln-dev/kiln/pkg/sign/proof"
 	"github.com/kiln-dev/kiln/test/env"
 	"github.com/kiln-dev/kiln/test/imagetest"
 )
@@ -83,5 +85,50 @@ func TestReuseDecisionRegistryFaultIsAnError(t *testing.T) {
 				t.Errorf("a registry fault led to writes: %v", ft.writes)
 			}
 		})
+	}
+}
+
+// TestReuseRebuildsWhenASignatureLayerIsOverTheNodeLimit: a proven build
+// whose .sig artifact also holds a layer over proof.MaxAttachmentSize (the
+// proof skips it, the node refuses the image for it) is not reused, since
+// a reused image is not signed again: it is rebuilt to the same digest,
+// with a reason naming the layer. Once signed anew it is reused.
+func TestReuseRebuildsWhenASignatureLayerIsOverTheNodeLimit(t *testing.T) {
+	reg := env.StartRegistry(t, env.RegistryOptions{})
+	ctx := context.Background()
+	imagetest.PushBase(t, reg.Host, "base/os:1", 1)
+	key := imagetest.NewCosignKey(t)
+	r := registry.Remote{Insecure: []string{reg.Host}}
+	in := testInput(t, reg.Host, "base/os:1", "kiln/os", "hi\n")
+	in.Identity = key.ID
+	first, err := Build(ctx, r, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key.Sign(t, r, first.Ref, first.Inputs)
+	image, err := name.NewDigest(first.Ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.AddJunkLayer(t, image, "sig", "application/vnd.dev.cosign.simplesigning.v1+json", 2*proof.MaxAttachmentSize)
+
+	second, err := Build(ctx, r, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Reused || !strings.Contains(second.Rejected, "1 layers over the 4194304-byte limit nodes read") {
+		t.Fatalf("reused %v, rejected %q; want a rebuild naming the oversized signature layer", second.Reused, second.Rejected)
+	}
+	if second.Ref != first.Ref {
+		t.Errorf("the rebuild is %s, want the same image %s", second.Ref, first.Ref)
+	}
+
+	key.Sign(t, r, second.Ref, second.Inputs) // image-sign writes the artifact without the junk
+	third, err := Build(ctx, r, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !third.Reused {
+		t.Errorf("after signing anew: reused %v, rejected %q; want reused", third.Reused, third.Rejected)
 	}
 }

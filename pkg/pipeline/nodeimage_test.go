@@ -47,6 +47,7 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 		calls                  []string          // substrings of the stage invocations, in order
 		params                 map[string]string // more params
 		kmod                   bool              // render asks for a kmod build
+		reused                 bool              // image-build reused an image it proved
 	}{{
 		name: "no kmod", bootImages: "true", status: "Completed",
 		tasks: map[string]string{"render": StateSucceeded, "kmod-build": StateSkipped, "kmod-sign": StateSkipped,
@@ -87,6 +88,22 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 		calls: []string{"image-build", "image-sign", "verify", "report", "--aggregate=Completed",
 			"verify=Succeeded reproduce=None rollout=None bootimages=None"},
 	}, {
+		// A reused image is already signed and attested: image-sign is
+		// skipped, and verify too, since rollout checks the same policy
+		// before any write.
+		name: "a reused image goes from image-build to rollout", reused: true, bootImages: "false", status: "Completed",
+		tasks: map[string]string{"render": StateSucceeded, "image-build": StateSucceeded, "image-sign": StateSkipped,
+			"verify": StateSkipped, "reproduce": StateSkipped, "rollout": StateSucceeded, "report": StateSucceeded},
+		calls: []string{"image-build", "rollout --pool=worker", "--image=" + image, "report",
+			"image-build=Succeeded image-sign=None verify=None reproduce=None rollout=Succeeded"},
+	}, {
+		// Without rollout (upgrade-ahead) nothing checks the policy after
+		// verify: a reused image is still verified.
+		name: "a reused image is verified when no rollout follows", reused: true, rollout: "false", bootImages: "false", status: "Completed",
+		tasks: map[string]string{"image-build": StateSucceeded, "image-sign": StateSkipped, "verify": StateSucceeded,
+			"rollout": StateSkipped, "report": StateSucceeded},
+		calls: []string{"image-build", "verify --pool=worker", "--image=" + image, "report", "image-sign=None verify=Succeeded"},
+	}, {
 		// Without the target's images every stage keeps the running
 		// release's (empty flags: the payload ConfigMap's).
 		name: "no target release renders and builds kmods on the running release", kmod: true, bootImages: "false", status: "Completed",
@@ -118,6 +135,9 @@ func TestRunNodeImagePipelineShape(t *testing.T) {
 			res := map[string]map[string]string{}
 			for k, v := range results {
 				res[k] = v
+			}
+			if tc.reused {
+				res["image-build"] = map[string]string{"IMAGE_URL": repo, "IMAGE_DIGEST": digest, "REUSED": "true"}
 			}
 			if tc.kmod {
 				res["render"] = map[string]string{"RENDERED_NAME": "rendered-worker-0123", "CONFIG_HASH": "sha256:ab", "BASE_IMAGE": "quay.io/base@sha256:00",

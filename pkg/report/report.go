@@ -46,6 +46,9 @@ func Collect(ws work.Workspace, status map[string]string) ([]Row, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("reading the %s report: %w", s, err))
 		}
+		if detail == "" && status[s] == "None" {
+			detail = skippedForReuse(ws, s)
+		}
 		row := Row{Stage: s, Status: status[s], Detail: detail}
 		if row.Status != "Succeeded" {
 			row.Cause = ws.ReadCause(s)
@@ -53,6 +56,22 @@ func Collect(ws work.Workspace, status map[string]string) ([]Row, error) {
 		rows = append(rows, row)
 	}
 	return rows, errors.Join(errs...)
+}
+
+// skippedForReuse says why the Pipeline skipped image-sign or verify
+// when image-build reused an image it proved: empty otherwise.
+func skippedForReuse(ws work.Workspace, stage string) string {
+	var b work.BuildReport
+	if ok, err := readJSON(ws.BuildReportPath(), &b); !ok || err != nil || !b.Reused {
+		return ""
+	}
+	switch stage {
+	case work.StageImageSign:
+		return "not signed again: the reused image carries kiln's signature and an attestation of these inputs"
+	case work.StageVerify:
+		return "left to rollout, which checks the same policy before any write"
+	}
+	return ""
 }
 
 // stageReproduce is the optional reproduce stage; it works outside the

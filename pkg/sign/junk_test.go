@@ -2,16 +2,12 @@ package sign
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/sigstore/cosign/v2/pkg/oci/empty"
 	ctypes "github.com/sigstore/cosign/v2/pkg/types"
 
@@ -19,28 +15,6 @@ import (
 	"github.com/kiln-dev/kiln/pkg/trust"
 	"github.com/kiln-dev/kiln/test/env"
 )
-
-// addJunkLayer appends a layer of size random bytes, of the artifact's own
-// media type, to the image's .sig or .att artifact (suffix), as anyone with
-// push access to the repository can.
-func addJunkLayer(t *testing.T, image name.Digest, suffix, mediaType string, size int) {
-	t.Helper()
-	tag := image.Context().Tag(strings.Replace(image.DigestStr(), ":", "-", 1) + "." + suffix)
-	art, err := remote.Image(tag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	junk := make([]byte, size)
-	rand.Read(junk)
-	art, err = mutate.Append(art, mutate.Addendum{Layer: static.NewLayer(junk, types.MediaType(mediaType)),
-		Annotations: map[string]string{"dev.cosignproject.cosign/signature": "anVuaw=="}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(tag, art); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // largestLayer is the size of the largest layer of the image's artifact.
 func largestLayer(t *testing.T, image name.Digest, suffix string) int64 {
@@ -92,8 +66,8 @@ func TestJunkAttachmentLayerDoesNotDenyGenuineImage(t *testing.T) {
 		return err
 	}
 	sign()
-	addJunkLayer(t, image, "sig", "application/vnd.dev.cosign.simplesigning.v1+json", 2*MaxAttachmentSize)
-	addJunkLayer(t, image, "att", ctypes.DssePayloadType, 2*MaxAttachmentSize)
+	env.AddJunkLayer(t, image, "sig", "application/vnd.dev.cosign.simplesigning.v1+json", 2*MaxAttachmentSize)
+	env.AddJunkLayer(t, image, "att", ctypes.DssePayloadType, 2*MaxAttachmentSize)
 
 	if err := Prove(ctx, r, image, id, want); err != nil {
 		t.Errorf("the proof refused the genuine image beside junk: %v", err)
@@ -121,7 +95,7 @@ func TestJunkAttachmentLayerDoesNotDenyGenuineImage(t *testing.T) {
 	if err := remote.Write(bare.Context().Tag(strings.Replace(bare.DigestStr(), ":", "-", 1)+".sig"), empty.Signatures()); err != nil {
 		t.Fatal(err)
 	}
-	addJunkLayer(t, bare, "sig", "application/vnd.dev.cosign.simplesigning.v1+json", 2*MaxAttachmentSize)
+	env.AddJunkLayer(t, bare, "sig", "application/vnd.dev.cosign.simplesigning.v1+json", 2*MaxAttachmentSize)
 	err = Prove(ctx, r, bare, id, want)
 	if !errors.Is(err, trust.ErrNotProven) || !strings.Contains(err.Error(), "no signatures found (1 layers over the 4194304-byte limit skipped, unread)") {
 		t.Errorf("junk only: %v; want not proven, naming the skipped layer", err)

@@ -118,6 +118,13 @@ func (c *cluster) testUpgradeAhead(ctx context.Context, t *testing.T) {
 				t.Errorf("run %s: %s REUSED %q (REUSE_REJECTED %q), want true: the upgrade-ahead run built it", r.Name, task, got, tasks[task].result("REUSE_REJECTED"))
 			}
 		}
+		// Already signed and attested by the upgrade-ahead run: image-sign
+		// is skipped, and verify is left to rollout.
+		for _, task := range []string{"image-sign", "verify"} {
+			if _, ran := tasks[task]; ran {
+				t.Errorf("run %s ran %s for the reused image; want it skipped", r.Name, task)
+			}
+		}
 		want := runResults(ahead[pool+"/"+readyRelease])["IMAGE_DIGEST"]
 		if got := runResults(r)["IMAGE_DIGEST"]; got != want {
 			t.Errorf("run %s rolled out %s, want the upgrade-ahead image %s", r.Name, got, want)

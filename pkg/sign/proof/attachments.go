@@ -190,3 +190,24 @@ func skippedNote(skipped []v1.Hash) string {
 	}
 	return fmt.Sprintf(" (%d layers over the %d-byte limit skipped, unread)", len(skipped), MaxAttachmentSize)
 }
+
+// Oversized is how many layers of image's signature artifact (.sig) are
+// over MaxAttachmentSize. The proof skips them, but containers/image (and
+// so verify, rollout and the node's CRI-O) refuses the whole image while
+// one is there, until image-sign writes the artifact anew without it.
+// image-build reuses an image only when this is zero, since a reused image
+// is not signed again. It only reads the registry.
+func Oversized(ctx context.Context, r registry.Remote, image name.Digest) (int, error) {
+	h, err := v1.NewHash(image.DigestStr())
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", image, err)
+	}
+	sigs, err := artifact(ctx, r, image.Context(), h, "sig")
+	if err != nil {
+		return 0, err
+	}
+	if sigs.err != nil {
+		return 0, sigs.err
+	}
+	return len(sigs.skipped), nil
+}
