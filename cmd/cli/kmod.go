@@ -36,7 +36,7 @@ Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (unsigned when kmod-sign follows), RE
 			fs.StringVar(&o.OSImage, "os-image", o.OSImage, "OS_AUTO: the payload's rhel-coreos image (default: ConfigMap machine-config-osimageurl)")
 			fs.StringVar(&o.DTKImage, "dtk-image", o.DTKImage, "DTK_AUTO: the payload's driver-toolkit image (default: the driver-toolkit tag of ClusterVersion status.desired.image)")
 			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "build even when containerImage exists (a cluster upgrade to a new kernel; set by the trigger)")
-			fs.StringVar(&o.TargetRelease, "target-release", o.TargetRelease, "the release an upgrade-ahead run prepares: push to the target kernel's tag of the build target, never its own tag (set by the trigger)")
+			fs.StringVar(&o.TargetRelease, "target-release", o.TargetRelease, "the release an upgrade-ahead run prepares: push to the build target's tag for the target kernel and these inputs (<tag>-<kernel>-<inputs>), never its own tag (set by the trigger)")
 			fs.StringVar(&o.SecretsDir, "build-secrets-dir", o.SecretsDir, "folder with one sub-folder per build.secrets Secret")
 			fs.StringVar(&o.Buildah.Bin, "buildah", o.Buildah.Bin, "buildah binary")
 			base.BindIdentity(fs, &o.Identity)
@@ -99,7 +99,7 @@ Results: KMOD_IMAGE_URL, KMOD_IMAGE_DIGEST (signed modules), REUSED, REUSE_REJEC
 			fs.StringVar(&o.KeyFile, "module-key", o.KeyFile, `kernel-module signing key (sign.keySecret, key "key")`)
 			fs.StringVar(&o.Hash, "hash", o.Hash, "module signature hash: sha256, sha384 or sha512")
 			fs.BoolVar(&o.Rebuild, "rebuild", o.Rebuild, "sign even when containerImage exists (a cluster upgrade to a new kernel; set by the trigger)")
-			fs.StringVar(&o.TargetRelease, "target-release", o.TargetRelease, "the release an upgrade-ahead run prepares: push to the target kernel's tag of containerImage, never containerImage's own tag (set by the trigger)")
+			fs.StringVar(&o.TargetRelease, "target-release", o.TargetRelease, "the release an upgrade-ahead run prepares: push to containerImage's tag for the target kernel and these inputs (<tag>-<kernel>-<inputs>), never containerImage's own tag (set by the trigger)")
 			base.BindIdentity(fs, &o.Identity)
 			bindAttest(fs, env, &o.Attest)
 		},

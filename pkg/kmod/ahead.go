@@ -20,10 +20,13 @@ import (
 // not run yet. It must not push to containerImage's tag: the running
 // pool's next run would find an image for a kernel no node boots there,
 // prove nothing and rebuild over it. It pushes to AheadRef instead, a tag
-// of the same repository named after the target kernel. When the cluster
-// then moves to that release, the pool's run proves the image at the ahead
-// tag (kiln's signature and attestation for exactly its own inputs) and
-// points containerImage's tag at that digest: no build.
+// of the same repository named after the target kernel and the inputs it
+// attests. When the cluster then moves to that release, the pool's run
+// computes the same inputs, proves the image at their ahead tag (kiln's
+// signature and attestation for exactly those inputs) and points
+// containerImage's tag at that digest: no build. Two targets on one kernel
+// with other inputs (another driver toolkit) wait at two tags, so the
+// later ahead run does not overwrite the earlier one's image.
 //
 // The attested build target stays containerImage (or the unsigned image):
 // the ahead tag is only where the image waits, so the inputs an ahead run
@@ -38,16 +41,24 @@ const maxTag = 128
 // distinct tags.
 const aheadHashLen = 16
 
+// aheadInputsLen is how many hex digits of the inputs' fingerprint end an
+// ahead tag (48 bits: no two input sets of one kernel meet by chance).
+const aheadInputsLen = 12
+
 // AheadRef names where an upgrade-ahead run pushes the image meant for ref
-// (containerImage or the unsigned image) on kernel: ref's repository, with
-// tag "<ref's tag>-<kernel>" (ref's tag defaults to latest; a digest is
-// dropped). Characters a tag may not hold ("+" in some kernel versions)
-// become "_"; a tag over 128 characters is cut and ends with a hash of the
-// whole, so it stays unique. The result is checked with
-// go-containerregistry's tag rules.
-func AheadRef(ref, kernel string) (string, error) {
+// (containerImage or the unsigned image) on kernel, built or signed from
+// inputs: ref's repository, with tag "<ref's tag>-<kernel>-<inputs>"
+// (ref's tag defaults to latest; a digest is dropped; <inputs> is the
+// first 12 hex digits of inputs.Fingerprint()). Characters a tag may not
+// hold ("+" in some kernel versions) become "_"; a tag over 128 characters
+// is cut and ends with a hash of the whole, so it stays unique. The result
+// is checked with go-containerregistry's tag rules.
+func AheadRef(ref, kernel string, inputs trust.Inputs) (string, error) {
 	if kernel == "" {
 		return "", fmt.Errorf("naming the upgrade-ahead tag of %q: the kernel version is empty", ref)
+	}
+	if err := inputs.Validate(); err != nil {
+		return "", fmt.Errorf("naming the upgrade-ahead tag of %q: %w", ref, err)
 	}
 	if _, err := name.ParseReference(ref); err != nil {
 		return "", fmt.Errorf("naming the upgrade-ahead tag of %q: %w", ref, err)
@@ -57,7 +68,7 @@ func AheadRef(ref, kernel string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("naming the upgrade-ahead tag of %q: %w", ref, err)
 	}
-	tag := tagged.TagStr() + "-" + tagChars(kernel)
+	tag := tagged.TagStr() + "-" + tagChars(kernel) + "-" + inputs.Fingerprint()[:aheadInputsLen]
 	if len(tag) > maxTag {
 		sum := sha256.Sum256([]byte(tag))
 		tag = tag[:maxTag-aheadHashLen-1] + "-" + hex.EncodeToString(sum[:])[:aheadHashLen]
@@ -95,12 +106,13 @@ func validTargetRelease(v string) error {
 }
 
 // pushPlace is where a kmod stage pushes what it makes for target on
-// kernel: target itself, or its ahead tag in an upgrade-ahead run.
-func pushPlace(targetRelease, target, kernel string) (string, error) {
+// kernel from inputs: target itself, or its ahead tag in an upgrade-ahead
+// run.
+func pushPlace(targetRelease, target, kernel string, inputs trust.Inputs) (string, error) {
 	if targetRelease == "" {
 		return target, nil
 	}
-	return AheadRef(target, kernel)
+	return AheadRef(target, kernel, inputs)
 }
 
 // adoptAhead looks for what an upgrade-ahead run left for target on
@@ -109,7 +121,7 @@ func pushPlace(targetRelease, target, kernel string) (string, error) {
 // Anything else at the ahead tag is left alone and returned with why it
 // was not adopted.
 func adoptAhead(ctx context.Context, r registry.Remote, target, kernel string, id trust.Identity, want trust.Inputs, p *step.Progress) (Reuse, error) {
-	at, err := AheadRef(target, kernel)
+	at, err := AheadRef(target, kernel, want)
 	if err != nil {
 		return Reuse{}, err
 	}

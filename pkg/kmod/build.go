@@ -154,7 +154,7 @@ func (o *BuildOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	pushTo, err := pushPlace(o.TargetRelease, plan.BuildTarget, bi.kernel)
+	pushTo, err := pushPlace(o.TargetRelease, plan.BuildTarget, bi.kernel, bi.inputs)
 	if err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}

@@ -109,7 +109,7 @@ func (o *SignOptions) Run(ctx context.Context, s step.Streams) error {
 	if err != nil {
 		return err
 	}
-	pushTo, err := pushPlace(o.TargetRelease, md.Spec.OSMapping.ContainerImage, sin.kernel)
+	pushTo, err := pushPlace(o.TargetRelease, md.Spec.OSMapping.ContainerImage, sin.kernel, sin.inputs)
 	if err != nil {
 		return fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
@@ -227,7 +227,7 @@ func (o *SignOptions) reuse(ctx context.Context, r registry.Remote, md *kmmv1bet
 		}
 		u.reject(p, "")
 	}
-	at, err := AheadRef(target, sin.kernel)
+	at, err := AheadRef(target, sin.kernel, sin.inputs)
 	if err != nil {
 		return Reuse{}, fmt.Errorf("ModuleDay0 %s/%s: %w", md.Namespace, md.Name, err)
 	}
