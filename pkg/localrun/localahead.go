@@ -14,6 +14,7 @@ import (
 	"github.com/kiln-dev/kiln/pkg/registry"
 	"github.com/kiln-dev/kiln/pkg/termsafe"
 	"github.com/kiln-dev/kiln/pkg/trigger"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Upgrade-ahead in local mode: when the folder's ClusterVersion offers
@@ -167,7 +168,7 @@ func (l *localRun) runAhead(ctx context.Context, plans []aheadPlan) error {
 // and FAILURE results, as cluster mode reads them, else the failed task
 // and the executor's message.
 func failure(results map[string]string, task, msg string) (string, string) {
-	stage, cause := results["FAILED_STAGE"], results["FAILURE"]
+	stage, cause := results[work.ResultFailedStage], results[work.ResultFailure]
 	if stage == "" {
 		stage = task
 	}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -233,7 +234,7 @@ func TestUpgradeReadinessOnClusterVersionAndMetric(t *testing.T) {
 		if r.Labels[LabelTargetRelease] == "4.18.3" {
 			h.finish(r.Name, corev1.ConditionTrue, nil)
 		} else {
-			h.finish(r.Name, corev1.ConditionFalse, map[string]string{resultFailedStage: "kmod-build", resultFailure: "module foo: implicit declaration of function 'bar'"})
+			h.finish(r.Name, corev1.ConditionFalse, map[string]string{work.ResultFailedStage: "kmod-build", work.ResultFailure: "module foo: implicit declaration of function 'bar'"})
 		}
 	}
 	eventually(t, wait, "both runs reported", func() bool {

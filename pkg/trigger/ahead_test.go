@@ -14,6 +14,7 @@ import (
 
 	"github.com/kiln-dev/kiln/pkg/payload"
 	"github.com/kiln-dev/kiln/pkg/pipeline"
+	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/env"
 )
 
@@ -140,11 +141,11 @@ func TestOutcomeOfAnUpgradeAheadRun(t *testing.T) {
 	}{
 		{"running: not done", run(fpA, "active", 1), outcome{}},
 		{"succeeded: ready", run(fpA, "succeeded", 1), outcome{done: true, ready: true}},
-		{"failed: the report's stage and cause", withResults(run(fpA, "failed", 1), result(resultFailedStage, "kmod-build"), result(resultFailure, "no such symbol")),
+		{"failed: the report's stage and cause", withResults(run(fpA, "failed", 1), result(work.ResultFailedStage, "kmod-build"), result(work.ResultFailure, "no such symbol")),
 			outcome{done: true, stage: "kmod-build", cause: "no such symbol"}},
 		{"cancelled before the report: the condition's reason and message", cancelled,
 			outcome{done: true, stage: "Cancelled", cause: "PipelineRun was cancelled"}},
-		{"a long cause is cut on a character boundary", withResults(run(fpA, "failed", 1), result(resultFailedStage, "image-build"), result(resultFailure, long)),
+		{"a long cause is cut on a character boundary", withResults(run(fpA, "failed", 1), result(work.ResultFailedStage, "image-build"), result(work.ResultFailure, long)),
 			outcome{done: true, stage: "image-build", cause: "x" + strings.Repeat("é", (maxCause-1)/2) + "…"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

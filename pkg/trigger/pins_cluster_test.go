@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kiln-dev/kiln/pkg/rollout"
+	"github.com/kiln-dev/kiln/pkg/work"
 	"github.com/kiln-dev/kiln/test/install"
 )
 
@@ -103,7 +104,7 @@ func TestUpgradeAheadStagesReadyImagesAsPinnedImageSets(t *testing.T) {
 		if r.Labels[LabelTargetRelease] == "4.18.3" {
 			h.finish(r.Name, corev1.ConditionTrue, map[string]string{resultImageURL: "registry.example/os-worker", resultImageDigest: "sha256:" + strings.Repeat("d", 64)})
 		} else {
-			h.finish(r.Name, corev1.ConditionFalse, map[string]string{resultFailedStage: "kmod-build", resultFailure: "module foo does not build"})
+			h.finish(r.Name, corev1.ConditionFalse, map[string]string{work.ResultFailedStage: "kmod-build", work.ResultFailure: "module foo does not build"})
 		}
 	}
 	staged := pinName("worker", "4.18.3", image)

@@ -14,6 +14,8 @@ import (
 	"knative.dev/pkg/apis"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // Readiness: whether a pool's next node image for an offered release is
@@ -26,10 +28,6 @@ const (
 	// next reconcile does not tell it again.
 	AnnotReadinessReported = "kiln.dev/readiness-reported"
 
-	// Results of the node-image Pipeline (its finally report) that name
-	// the first stage that failed and its cause.
-	resultFailedStage = "FAILED_STAGE"
-	resultFailure     = "FAILURE"
 	// maxCause bounds the cause an event quotes from a run's results.
 	maxCause = 512
 )
@@ -124,11 +122,11 @@ func outcomeOf(pr *pipelinev1.PipelineRun) outcome {
 	o := outcome{done: true, stage: cond.Reason, cause: cond.Message}
 	for _, r := range pr.Status.Results {
 		switch r.Name {
-		case resultFailedStage:
+		case work.ResultFailedStage:
 			if r.Value.StringVal != "" {
 				o.stage = r.Value.StringVal
 			}
-		case resultFailure:
+		case work.ResultFailure:
 			if r.Value.StringVal != "" {
 				o.cause = r.Value.StringVal
 			}

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // statusData is ConfigMap kiln-upgrade-status's data (nil when absent).
@@ -43,7 +45,7 @@ func TestUpgradeStatusConfigMapFollowsReadiness(t *testing.T) {
 			h.finish(r.Name, corev1.ConditionTrue, nil)
 		} else {
 			failed = r.Name
-			h.finish(r.Name, corev1.ConditionFalse, map[string]string{resultFailedStage: "kmod-build", resultFailure: "foo.c:9: error\x1b]0;owned\x07"})
+			h.finish(r.Name, corev1.ConditionFalse, map[string]string{work.ResultFailedStage: "kmod-build", work.ResultFailure: "foo.c:9: error\x1b]0;owned\x07"})
 		}
 	}
 	want := map[string]string{

@@ -13,6 +13,7 @@ import (
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 
 	"github.com/kiln-dev/kiln/pkg/payload"
+	"github.com/kiln-dev/kiln/pkg/work"
 )
 
 // TestStatusLinesSayReadyRunningOrNotReadyWithStageAndCause: one line per
@@ -34,7 +35,7 @@ func TestStatusLinesSayReadyRunningOrNotReadyWithStageAndCause(t *testing.T) {
 	}
 	runs := []*pipelinev1.PipelineRun{
 		run("r1", "s1", corev1.ConditionTrue, nil),
-		run("r2", "s2", corev1.ConditionFalse, map[string]string{resultFailedStage: "kmod-build", resultFailure: "hello.c:3: error\x1b[2J" + strings.Repeat("x", 2000)}),
+		run("r2", "s2", corev1.ConditionFalse, map[string]string{work.ResultFailedStage: "kmod-build", work.ResultFailure: "hello.c:3: error\x1b[2J" + strings.Repeat("x", 2000)}),
 		run("r3", "s3", "", nil),
 	}
 	got := statusLines("worker", runs, []aheadWant{

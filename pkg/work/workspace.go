@@ -22,6 +22,14 @@ const (
 	StageReport     = "report"
 )
 
+// Results of the report stage, and so of the node-image Pipeline, that
+// name the first stage that failed and its cause: the trigger's readiness
+// and local mode read them.
+const (
+	ResultFailedStage = "FAILED_STAGE"
+	ResultFailure     = "FAILURE"
+)
+
 // Workspace is the fixed layout of the "work" workspace shared by every task
 // of a run (docs/architecture.md, "The work workspace"). Large data moves through it; small facts through
 // results.
