@@ -349,9 +349,16 @@ func taskResult(r *pipeline.RunResult, task, name string) string {
 	return ""
 }
 
-// signed: image-sign and verify both succeeded.
+// signed: the image carries kiln's signature and passed the node's policy
+// check. image-sign signed it, or image-build reused an image it proved
+// kiln signed (the Pipeline then skips image-sign); verify checked the
+// policy, or, for a reused image, rollout did, which makes the same check
+// before any write (the Pipeline then skips verify).
 func signed(r *pipeline.RunResult) string {
-	return strconv.FormatBool(taskState(r, "image-sign") == pipeline.StateSucceeded && taskState(r, "verify") == pipeline.StateSucceeded)
+	reused := taskResult(r, work.StageImageBuild, "REUSED") == "true"
+	sig := taskState(r, work.StageImageSign) == pipeline.StateSucceeded || (reused && taskState(r, work.StageImageSign) == pipeline.StateSkipped)
+	checked := taskState(r, work.StageVerify) == pipeline.StateSucceeded || (reused && taskState(r, work.StageRollout) == pipeline.StateSucceeded)
+	return strconv.FormatBool(sig && checked)
 }
 
 func taskState(r *pipeline.RunResult, task string) string {

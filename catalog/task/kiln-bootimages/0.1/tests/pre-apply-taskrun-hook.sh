@@ -11,7 +11,7 @@
 #                         kubectl (empty when there is no such pool)
 #   KILN_E2E_DTK_IMAGE    empty: kmod-build reads the release's driver toolkit
 # The hook is sourced, not run: it never exits, and it leaves no variable.
-kiln_steps=${KILN_E2E_STEPS_IMAGE:-ghcr.io/kiln-dev/kiln-steps:v0.1.0@sha256:d83063f07ec0de9f1e3042063285f1580a17bf8f2ce961b3a0fdae381bd6789f}
+kiln_steps=${KILN_E2E_STEPS_IMAGE:-ghcr.io/kiln-dev/kiln-steps:v0.1.0@sha256:304f375c7f72ba1805235af92c92dd7809d5707fe8466727be19e04510c32106}
 kiln_registry=${KILN_E2E_REGISTRY:-image-registry.openshift-image-registry.svc:5000}
 kiln_image=${KILN_E2E_IMAGE:-}
 kiln_dtk=${KILN_E2E_DTK_IMAGE:-}
