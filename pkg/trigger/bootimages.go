@@ -17,8 +17,15 @@ import (
 // boot image stream (or managedBootImages) changed alone. When a payload
 // upgrade changes the OS image too, the boot-image pools' node-image runs
 // end with the bootimages stage, and this stays out of their way.
+//
+// "Alone" is decided after --max-settle, not --settle: an upgrade's CVO
+// writes coreos-bootimages and the OS image ConfigMap as separate objects,
+// seconds apart on a busy apiserver, and the boot image stream often comes
+// first. Only scale-ups read a MachineSet's boot image, so the wait costs
+// nothing a user sees, where taking the first write as "alone" would start
+// a second writer of MachineSets next to the upgrade's run.
 func (c *Controller) reconcileBootImages(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	if w := c.settle.wait(bootImagesKey.Name); w > 0 {
+	if w := c.settle.waitQuiet(bootImagesKey.Name, max(c.MaxSettle, c.Settle)); w > 0 {
 		return reconcile.Result{RequeueAfter: w}, nil
 	}
 	sum, err := c.bootImagesDigest(ctx)

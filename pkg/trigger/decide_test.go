@@ -137,4 +137,13 @@ func TestSettler(t *testing.T) {
 	if w := s.wait("p"); w != 0 {
 		t.Fatalf("a finished burst must not wait again, got %v", w)
 	}
+	// The boot image stream's key waits out its own, longer quiet time.
+	s.touch("b")
+	now = now.Add(3 * time.Second)
+	if w := s.waitQuiet("b", 5*time.Second); w != 2*time.Second {
+		t.Fatalf("waitQuiet 3s into a 5s quiet time = %v, want 2s", w)
+	}
+	if w := s.wait("b"); w != 0 {
+		t.Fatalf("the same key under the 2s quiet time = %v, want 0", w)
+	}
 }

@@ -47,7 +47,9 @@
 // managedBootImages) alone starts the standalone bootimages Pipeline. When
 // an upgrade changes the OS image too, the boot-image pools' node-image
 // runs carry the stream's digest (kiln.dev/bootimages) and end with the
-// bootimages stage, and no standalone run is made.
+// bootimages stage, and no standalone run is made. A stream change is taken
+// as alone only after --max-settle, since the CVO writes the OS image
+// ConfigMap separately and often after it.
 //
 // The same manager runs pkg/kmod's ModuleDay0 sync (the KMM day-0 proposal). Its
 // upgrade rule (clusterUpgradeTriggerNodeUpgrade) is checked when a run is

@@ -38,7 +38,11 @@ func (s *settler) touch(key string) {
 
 // wait returns how long key must still wait; zero means go, and ends the
 // burst.
-func (s *settler) wait(key string) time.Duration {
+func (s *settler) wait(key string) time.Duration { return s.waitQuiet(key, s.quiet) }
+
+// waitQuiet is wait with a quiet window of its own: a key whose change is
+// often the first of several separate writes waits longer than a pool.
+func (s *settler) waitQuiet(key string, quiet time.Duration) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	last, ok := s.last[key]
@@ -46,7 +50,7 @@ func (s *settler) wait(key string) time.Duration {
 		return 0
 	}
 	t := s.now()
-	w := s.quiet - t.Sub(last)
+	w := quiet - t.Sub(last)
 	if cap := s.max - t.Sub(s.first[key]); cap < w {
 		w = cap
 	}

@@ -174,11 +174,15 @@ func TestTrigger(t *testing.T) {
 		h.progress(r.Name, []string{"bootimages"}, corev1.ConditionTrue)
 	})
 
-	t.Run("an upgrade changing both is one node-image run with the bootimages stage", func(t *testing.T) {
+	// The CVO writes the two ConfigMaps one after the other; the stream
+	// coming first, over a second apart (past --settle, within
+	// --max-settle), must not be taken for a change alone.
+	t.Run("an upgrade writing the boot images, then the OS image is one node-image run with the bootimages stage", func(t *testing.T) {
 		n := len(h.runs("worker"))
 		h.update(&corev1.ConfigMap{}, BootImagesConfigMap, payload.Namespace, func(o client.Object) {
 			o.(*corev1.ConfigMap).Data["stream"] = `{"stream":"rhcos-4.19"}`
 		})
+		time.Sleep(1500 * time.Millisecond)
 		h.update(&corev1.ConfigMap{}, payload.OSImageURLMap, payload.Namespace, func(o client.Object) {
 			o.(*corev1.ConfigMap).Data = osImageURLMap("3").Data
 		})
