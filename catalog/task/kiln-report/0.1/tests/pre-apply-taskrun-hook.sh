@@ -11,7 +11,7 @@
 #                         kubectl (empty when there is no such pool)
 #   KILN_E2E_DTK_IMAGE    empty: kmod-build reads the release's driver toolkit
 # The hook is sourced, not run: it never exits, and it leaves no variable.
-kiln_steps=${KILN_E2E_STEPS_IMAGE:-ghcr.io/kiln-dev/kiln-steps:v0.1.0@sha256:304f375c7f72ba1805235af92c92dd7809d5707fe8466727be19e04510c32106}
+kiln_steps=${KILN_E2E_STEPS_IMAGE:-ghcr.io/kiln-dev/kiln-steps:v0.1.0@sha256:4083ed303fc16e2dd2375603592ea81564081e138bf9b4a28f8a126e3c1026d4}
 kiln_registry=${KILN_E2E_REGISTRY:-image-registry.openshift-image-registry.svc:5000}
 kiln_image=${KILN_E2E_IMAGE:-}
 kiln_dtk=${KILN_E2E_DTK_IMAGE:-}
