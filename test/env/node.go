@@ -101,23 +101,39 @@ func StartNode(t testing.TB, k *Kube, o NodeOptions) *Node {
 	return n
 }
 
-// PrivateHostIP adds an address in a private (RFC 1918) range, unique to
-// this test process, to the host's loopback for the test, and returns it.
+// PrivateHostIP adds an address in a private (RFC 1918) range, held by no
+// other test, to the host's loopback for the test, and returns it.
 // Pods reach it as they reach HostIP, through their gateway. A registry on
 // it is spoken to over plain HTTP by go-containerregistry's clients with
 // no setting, as on localhost: Tekton Chains reads the images it signs
 // that way and has no insecure-registry setting for them (its
 // storage.oci.repository.insecure covers only where it writes).
+//
+// The kernel's EEXIST is the lock: an address some other test
+// process holds (make test runs packages side by side) is never shared,
+// since its cleanup would take it from under this one; the next one is
+// tried.
 func PrivateHostIP(t testing.TB) string {
 	t.Helper()
-	pid := os.Getpid()
-	ip := fmt.Sprintf("10.254.%d.%d", (pid>>8)&255, pid&255)
-	out, err := exec.Command("ip", "address", "add", ip+"/32", "dev", "lo").CombinedOutput()
-	if err != nil && !strings.Contains(string(out), "File exists") {
-		t.Fatalf("adding %s to lo: %v: %s", ip, err, out)
+	start := os.Getpid() & 0xffff
+	for i := range 0x10000 {
+		n := (start + i) & 0xffff
+		ip := fmt.Sprintf("10.254.%d.%d", n>>8, n&255)
+		if n&255 == 0 || n&255 == 255 {
+			continue
+		}
+		out, err := exec.Command("ip", "address", "add", ip+"/32", "dev", "lo").CombinedOutput()
+		if err != nil && (strings.Contains(string(out), "File exists") || strings.Contains(string(out), "already assigned")) {
+			continue // EEXIST, as older and newer iproute2 word it
+		}
+		if err != nil {
+			t.Fatalf("adding %s to lo: %v: %s", ip, err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("ip", "address", "del", ip+"/32", "dev", "lo").Run() })
+		return ip
 	}
-	t.Cleanup(func() { _ = exec.Command("ip", "address", "del", ip+"/32", "dev", "lo").Run() })
-	return ip
+	t.Fatal("no free address in 10.254.0.0/16 on lo")
+	return ""
 }
 
 // reserveSubnet takes the first 10.244.X.0/24 whose reservation file

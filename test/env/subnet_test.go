@@ -42,3 +42,25 @@ func TestReserveSubnetSkipsASubnetAnInterfaceStillHas(t *testing.T) {
 		t.Errorf("reserved %s again while interface %s has %s", next, link, gw)
 	}
 }
+
+// TestPrivateHostIPNeverSharesAnAddress: an address another test process
+// already holds on lo (here, the one this process would try first) is
+// skipped, so no test's cleanup removes another's registry address.
+func TestPrivateHostIPNeverSharesAnAddress(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("needs root to add an address (the e2e's registry needs it too)")
+	}
+	n := os.Getpid() & 0xffff
+	taken := fmt.Sprintf("10.254.%d.%d", n>>8, n&255)
+	if out, err := exec.Command("ip", "address", "add", taken+"/32", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("adding %s: %v: %s", taken, err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "address", "del", taken+"/32", "dev", "lo").Run() })
+	got := PrivateHostIP(t)
+	if got == taken {
+		t.Fatalf("PrivateHostIP returned %s, which another holder has", got)
+	}
+	if again := PrivateHostIP(t); again == got || again == taken {
+		t.Fatalf("a second PrivateHostIP returned %s, held already (%s, %s)", again, got, taken)
+	}
+}
